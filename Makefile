@@ -1,0 +1,26 @@
+# Entry points; each target runs one script of bin/ (see README.md).
+
+.PHONY: all deps assemble qemu baseline debug boot check export clean
+
+all: boot
+
+deps:
+	bin/install-deps
+
+assemble: deps
+	bin/assemble
+
+qemu baseline debug: assemble
+	bin/build $@
+
+boot: qemu
+	bin/boot-time
+
+check: qemu
+	bin/check
+
+export:
+	bin/export-patches
+
+clean:
+	rm -rf build/qemu build/baseline build/debug build/check

@@ -1,0 +1,36 @@
+# Shared settings of the bin/ scripts; sourced, never run.
+#
+# The pinned upstream: Debian's source package of QEMU 10.0.13 and the sha256
+# of its orig tarball, checked on every fetch.
+QEMU_DEBIAN_PACKAGE=qemu
+QEMU_DEBIAN_VERSION=1:10.0.13+ds-0+deb13u1
+QEMU_DEBIAN_SUITE=trixie
+QEMU_ORIG_TARBALL=qemu_10.0.13+ds.orig.tar.xz
+QEMU_ORIG_SHA256=6a0888e806c2ffc0c5f0733e974f9aea55491950d3c47c98669c8b236dde59ae
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$REPO/build
+SRC=$BUILD/src
+BASELINE_SRC=$BUILD/baseline-src
+VENV=$BUILD/venv
+
+# Directories of this repository whose files are linked into the assembled tree.
+OVERLAY_DIRS=(accel tcg target tests docs scripts)
+
+# Digest of the patch series, recorded when build/src matches it.
+patches_digest()
+{
+    find "$REPO/patches" -name '*.patch' -print0 | sort -z | xargs -0 -r cat |
+        sha256sum | cut -d' ' -f1
+}
+
+die()
+{
+    echo "${0##*/}: error: $*" >&2
+    exit 1
+}
+
+note()
+{
+    echo "${0##*/}: $*" >&2
+}

@@ -1,0 +1,31 @@
+"""Shared settings of the downstream test suite; bin/check runs it.
+
+QEMU (a qemu-system-aarch64 binary) and QEMU_BUILD (its meson build
+directory) select what is tested, by default the patched build/qemu; point
+them at build/baseline for a negative control.
+"""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = REPO / "build"
+QEMU_BUILD = pathlib.Path(os.environ.get("QEMU_BUILD", BUILD / "qemu"))
+QEMU = pathlib.Path(os.environ.get("QEMU",
+                                   QEMU_BUILD / "qemu-system-aarch64"))
+
+
+def run(args, timeout=300, **kwargs):
+    """Run a command, capturing its output as text."""
+    return subprocess.run([str(a) for a in args], capture_output=True,
+                          text=True, timeout=timeout, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def qemu():
+    if not QEMU.is_file():
+        pytest.fail(f"{QEMU} does not exist; run 'make' first")
+    return QEMU

@@ -1,0 +1,29 @@
+"""The main job, bin/boot-time: boots a guest and reports boot+shutdown."""
+
+import re
+
+from conftest import QEMU, REPO, run
+
+
+def test_smoke_boot(qemu):
+    proc = run([REPO / "bin" / "boot-time", "--qemu", qemu, "--timeout", "120"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.fullmatch(r"boot\+shutdown: \d+\.\d{3} s \(memory\)\n",
+                        proc.stdout), proc.stdout
+
+
+def test_failing_guest_is_an_error(qemu, tmp_path):
+    not_a_kernel = tmp_path / "empty"
+    not_a_kernel.write_bytes(b"\0" * 4096)
+    proc = run([REPO / "bin" / "boot-time", "--qemu", qemu, "--kernel",
+                not_a_kernel, "--timeout", "5"])
+    assert proc.returncode != 0
+    assert "boot+shutdown" not in proc.stdout
+    assert "did not power off within 5 s" in proc.stderr
+
+
+def test_missing_kernel_is_an_error(qemu, tmp_path):
+    proc = run([REPO / "bin" / "boot-time", "--qemu", qemu, "--kernel",
+                tmp_path / "nothing"])
+    assert proc.returncode != 0
+    assert "does not exist" in proc.stderr

@@ -1,0 +1,58 @@
+"""Bad input to the bin/ scripts gives a clear error and changes nothing."""
+
+import shutil
+import textwrap
+
+from conftest import REPO, run
+
+
+def test_fetch_rejects_a_wrong_tarball(tmp_path):
+    shutil.copytree(REPO / "bin", tmp_path / "bin")
+    bad = tmp_path / "qemu.tar.xz"
+    bad.write_bytes(b"not qemu")
+    proc = run([tmp_path / "bin" / "fetch-upstream"],
+               env={"PATH": "/usr/bin:/bin", "QEMU_TARBALL": str(bad)})
+    assert proc.returncode != 0
+    assert "expected 6a0888e806c2" in proc.stderr
+    assert not list((tmp_path / "build" / "cache").glob("*.tar.xz"))
+
+
+def test_fetch_rejects_a_missing_tarball(tmp_path):
+    proc = run([REPO / "bin" / "fetch-upstream"],
+               env={"PATH": "/usr/bin:/bin",
+                    "QEMU_TARBALL": str(tmp_path / "absent.tar.xz")})
+    assert proc.returncode != 0
+    assert "does not exist" in proc.stderr
+
+
+def test_deb_src_entries_follow_the_machine(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text(
+        "deb http://example.invalid/debian bookworm main contrib\n"
+        "deb http://example.invalid/other stable main\n")
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        textwrap.dedent("""\
+            Types: deb
+            URIs: http://example.invalid/debian-security
+            Suites: bookworm-security
+            Components: main
+            Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+            """))
+    (tmp_path / "os-release").write_text('VERSION_CODENAME="bookworm"\n')
+    proc = run([REPO / "bin" / "debian-src-entries", "--etc", tmp_path,
+                "--os-release", tmp_path / "os-release", "trixie"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "deb-src http://example.invalid/debian trixie main contrib",
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+        "http://example.invalid/debian-security trixie-security main",
+    ]
+
+
+def test_deb_src_entries_need_a_debian_entry(tmp_path):
+    (tmp_path / "sources.list").write_text("deb http://example.invalid/x y z\n")
+    (tmp_path / "os-release").write_text("VERSION_CODENAME=bookworm\n")
+    proc = run([REPO / "bin" / "debian-src-entries", "--etc", tmp_path,
+                "--os-release", tmp_path / "os-release", "trixie"])
+    assert proc.returncode != 0
+    assert "no Debian 'bookworm' entry" in proc.stderr

@@ -1,0 +1,26 @@
+"""Upstream unit tests of the code that this downstream changes: TB hash
+table (qht), RCU lists, bitmaps and interval trees used by TCG, and the
+option parsers behind -accel and -tb-size."""
+
+import re
+
+import pytest
+
+from conftest import BUILD, QEMU_BUILD, run
+
+UNIT_TESTS = [
+    "test-qht", "test-qht-par", "test-qdist",
+    "test-rcu-list", "test-rcu-simpleq", "test-rcu-slist", "test-rcu-tailq",
+    "test-bitmap", "test-bitops", "test-interval-tree",
+    "test-qemu-opts", "test-keyval", "test-cutils",
+]
+
+
+@pytest.mark.parametrize("name", UNIT_TESTS)
+def test_unit(name):
+    built = run(["ninja", "-C", QEMU_BUILD, f"tests/unit/{name}"], timeout=1200)
+    assert built.returncode == 0, built.stdout + built.stderr
+    proc = run([BUILD / "venv" / "bin" / "meson", "test", "-C", QEMU_BUILD,
+                "--no-rebuild", "--print-errorlogs", name], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^Ok:\s+1\s*$", proc.stdout, re.M), proc.stdout
