@@ -7,6 +7,7 @@ after removing all whitespace, is a vendored copy.
 
 import hashlib
 import subprocess
+import tempfile
 
 import pytest
 
@@ -32,10 +33,11 @@ def git_blobs(tree_ish):
     entries = [e.split(b"\t", 1) for e in listing.stdout.split(b"\0") if e]
     entries = [(meta.split()[2], path.decode()) for meta, path in entries
                if meta.split()[1] == b"blob"]
-    batch = subprocess.Popen(["git", "-C", src, "cat-file", "--batch"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    batch.stdin.write(b"".join(oid + b"\n" for oid, _ in entries))
-    batch.stdin.close()
+    with tempfile.TemporaryFile() as requests:
+        requests.write(b"".join(oid + b"\n" for oid, _ in entries))
+        requests.seek(0)
+        batch = subprocess.Popen(["git", "-C", src, "cat-file", "--batch"],
+                                 stdin=requests, stdout=subprocess.PIPE)
     for _, path in entries:
         size = int(batch.stdout.readline().split()[2])
         yield path, batch.stdout.read(size)

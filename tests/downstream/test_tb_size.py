@@ -49,4 +49,4 @@ def test_bad_value_is_an_error(qemu):
     proc = run([qemu, *MACHINE, "-tb-size", "lots"], input="quit\n",
                timeout=60)
     assert proc.returncode == 1
-    assert "tb-size" in proc.stderr
+    assert "-tb-size lots: expected a number of MiB" in proc.stderr

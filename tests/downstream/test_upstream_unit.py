@@ -9,7 +9,7 @@ import pytest
 from conftest import BUILD, QEMU_BUILD, run
 
 UNIT_TESTS = [
-    "test-qht", "test-qht-par", "test-qdist",
+    "test-qht", "test-qdist",
     "test-rcu-list", "test-rcu-simpleq", "test-rcu-slist", "test-rcu-tailq",
     "test-bitmap", "test-bitops", "test-interval-tree",
     "test-qemu-opts", "test-keyval", "test-cutils",
