@@ -16,7 +16,7 @@ qemu baseline debug: assemble
 boot: qemu
 	bin/boot-time
 
-check: qemu
+check: qemu debug
 	bin/check
 
 export:

@@ -39,7 +39,7 @@ def test_deb_src_entries_follow_the_machine(tmp_path):
             Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
             """))
     (tmp_path / "os-release").write_text('VERSION_CODENAME="bookworm"\n')
-    proc = run([REPO / "bin" / "debian-src-entries", "--etc", tmp_path,
+    proc = run([REPO / "bin" / "debian-apt-entries", "--etc", tmp_path,
                 "--os-release", tmp_path / "os-release", "trixie"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
@@ -52,7 +52,19 @@ def test_deb_src_entries_follow_the_machine(tmp_path):
 def test_deb_src_entries_need_a_debian_entry(tmp_path):
     (tmp_path / "sources.list").write_text("deb http://example.invalid/x y z\n")
     (tmp_path / "os-release").write_text("VERSION_CODENAME=bookworm\n")
-    proc = run([REPO / "bin" / "debian-src-entries", "--etc", tmp_path,
+    proc = run([REPO / "bin" / "debian-apt-entries", "--etc", tmp_path,
                 "--os-release", tmp_path / "os-release", "trixie"])
     assert proc.returncode != 0
     assert "no Debian 'bookworm' entry" in proc.stderr
+
+
+def test_deb_entries_for_another_architecture(tmp_path):
+    (tmp_path / "sources.list").write_text(
+        "deb [signed-by=/k.gpg] http://example.invalid/debian bookworm main\n")
+    (tmp_path / "os-release").write_text("VERSION_CODENAME=bookworm\n")
+    proc = run([REPO / "bin" / "debian-apt-entries", "--etc", tmp_path,
+                "--os-release", tmp_path / "os-release", "--arch", "arm64",
+                "bookworm"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "deb [signed-by=/k.gpg arch=arm64] " \
+        "http://example.invalid/debian bookworm main\n"

@@ -1,6 +1,7 @@
-"""Upstream unit tests of the code that this downstream changes: TB hash
-table (qht), RCU lists, bitmaps and interval trees used by TCG, and the
-option parsers behind -accel and -tb-size."""
+"""Unit tests run through meson: ours (the TCG region layout) and upstream's
+of the code that this downstream changes: TB hash table (qht), RCU lists,
+bitmaps and interval trees used by TCG, and the option parsers behind
+-accel and -tb-size."""
 
 import re
 
@@ -9,6 +10,7 @@ import pytest
 from conftest import BUILD, QEMU_BUILD, run
 
 UNIT_TESTS = [
+    "test-tcg-region-layout",
     "test-qht", "test-qdist",
     "test-rcu-list", "test-rcu-simpleq", "test-rcu-slist", "test-rcu-tailq",
     "test-bitmap", "test-bitops", "test-interval-tree",

@@ -1,0 +1,156 @@
+"""TCG regions: huge-page-aligned layout, guard pages only in debug builds
+(patch 'tcg/region'). Each test runs a QEMU process and reads its
+"info jit" and /proc/PID/smaps while the guest runs."""
+
+import os
+import pathlib
+import re
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, QEMU
+
+THP_ENABLED = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+# aarch64 "b ." : the guest spins on one instruction.
+SPIN_KERNEL = struct.pack("<I", 0x14000000)
+
+
+class Guest:
+    """qemu-system-aarch64 with its HMP monitor on stdin/stdout."""
+
+    def __init__(self, qemu, kernel, *args):
+        self.proc = subprocess.Popen(
+            [str(qemu), "-M", "virt", "-cpu", "max", "-nic", "none",
+             "-display", "none", "-monitor", "stdio", "-kernel", str(kernel),
+             *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+
+    def hmp(self, command):
+        """Run a monitor command; return its output."""
+        self.proc.stdin.write(command + "\ninfo version\n")
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, self.proc.stderr.read()
+            if re.match(r"(\(qemu\) )?\d+\.\d+\.\d+", line):
+                return "".join(lines)
+            lines.append(line)
+
+    def mappings(self):
+        """(start, end, perms, fields) of each mapping, from smaps."""
+        smaps = pathlib.Path(f"/proc/{self.proc.pid}/smaps").read_text()
+        result = []
+        for line in smaps.splitlines():
+            m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
+            if m:
+                fields = {}
+                result.append((int(m.group(1), 16), int(m.group(2), 16),
+                               m.group(3), fields))
+            elif ":" in line and line.split(":")[1].strip().endswith("kB"):
+                key, value = line.split(":")
+                fields[key] = int(value.split()[0]) * 1024
+        return result
+
+
+
+@pytest.fixture
+def spin(tmp_path):
+    kernel = tmp_path / "spin.bin"
+    kernel.write_bytes(SPIN_KERNEL)
+    return kernel
+
+
+@pytest.fixture
+def guest(spin):
+    """Start a spinning guest: guest(qemu, *args); killed after the test."""
+    guests = []
+
+    def start(qemu, *args):
+        guests.append(Guest(qemu, spin, *args))
+        return guests[-1]
+    yield start
+    for g in guests:
+        g.proc.kill()
+        g.proc.communicate()
+
+
+def buffer_range(info):
+    m = re.search(r"^code buffer\s+0x([0-9a-f]+)-0x([0-9a-f]+)$", info, re.M)
+    assert m, info
+    return int(m.group(1), 16), int(m.group(2), 16)
+
+
+def test_smp4_tb64_layout(qemu, guest):
+    info = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64").hmp("info jit")
+    assert "code regions        32 x 2048 KiB, guard pages off" in info
+    start, end = buffer_range(info)
+    assert (start % (2 << 20), end - start) == (0, 64 << 20)
+
+
+def test_release_build_has_no_guard_pages(qemu, guest):
+    g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64")
+    start, end = buffer_range(g.hmp("info jit"))
+    inside = [(lo, hi, perms) for lo, hi, perms, _ in g.mappings()
+              if lo < end and hi > start]
+    assert [perms for _, _, perms in inside] == ["rwxp"], inside
+
+
+def test_debug_build_guards_every_region(guest):
+    qemu = BUILD / "debug" / "qemu-system-aarch64"
+    if not qemu.is_file():
+        pytest.skip("no debug build; run 'make debug'")
+    g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64,split-wx=off")
+    info = g.hmp("info jit")
+    start, end = buffer_range(info)
+    guards = [(lo, hi) for lo, hi, perms, _ in g.mappings()
+              if lo < end and hi > start and perms == "---p"]
+    m = re.search(r"code regions\s+(\d+) x (\d+) KiB, guard pages on", info)
+    assert m, info
+    n, stride = int(m.group(1)), int(m.group(2)) << 10
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert guards == [(start + (i + 1) * stride - page, start + (i + 1) * stride)
+                      for i in range(n)]
+
+
+@pytest.mark.skipif(not THP_ENABLED.exists() or
+                    "[never]" in THP_ENABLED.read_text(),
+                    reason="transparent huge pages are off on this host")
+def test_code_buffer_is_huge_page_backed(qemu, guest):
+    """After a short run with -smp 4, tb-size=64, the code buffer (the rwx
+    mappings) is backed by huge pages: >= 99% of its resident memory."""
+    g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64")
+    time.sleep(0.5)
+    g.hmp("info jit")
+    code = [f for _, _, perms, f in g.mappings() if perms == "rwxp"]
+    resident = sum(f["Rss"] for f in code)
+    huge = sum(f["AnonHugePages"] for f in code)
+    assert resident > 0
+    assert huge >= 0.99 * resident, (huge, resident)
+
+
+def test_huge_pages_off(qemu, guest):
+    g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64,tb-huge-pages=off")
+    info = g.hmp("info jit")
+    code = [f for _, _, perms, f in g.mappings() if perms == "rwxp"]
+    assert "code huge pages     none" in info
+    assert sum(f["AnonHugePages"] for f in code) == 0
+
+
+def test_huge_pages_on_without_host_support_is_an_error(qemu, spin):
+    """split-wx maps shared memory; this host may lack shmem huge pages."""
+    shmem = pathlib.Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
+    if shmem.exists() and not re.search(r"\[(never|deny)\]",
+                                        shmem.read_text()):
+        pytest.skip("this host has shmem transparent huge pages")
+    proc = subprocess.run(
+        [str(QEMU), "-M", "virt", "-nic", "none", "-display", "none", "-S",
+         "-accel", "tcg,split-wx=on,tb-huge-pages=on", "-kernel", str(spin)],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "no transparent huge pages for split-wx (shared) memory" in \
+        proc.stderr
