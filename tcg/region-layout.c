@@ -79,8 +79,8 @@ size_t tcg_region_layout_capacity(const TCGRegionLayout *l)
 }
 
 #ifdef CONFIG_LINUX
-/* Whether a transparent_hugepage mode file selects "madvise" or "always". */
-static bool thp_mode_madvise(const char *path)
+/* Whether a transparent_hugepage mode file lets MADV_HUGEPAGE take effect. */
+static bool thp_mode_honours_madvise(const char *path)
 {
     g_autofree char *mode = NULL;
 
@@ -103,7 +103,7 @@ size_t tcg_host_huge_page_size(bool shmem)
     size_t page_size = qemu_real_host_page_size();
     uint64_t size;
 
-    if (!thp_mode_madvise(mode)) {
+    if (!thp_mode_honours_madvise(mode)) {
         return 0;
     }
     if (g_file_get_contents(pmd, &text, NULL, NULL) &&
