@@ -24,6 +24,18 @@ patches_digest()
         sha256sum | cut -d' ' -f1
 }
 
+# Run apt-get or apt-cache (TOOL) with a private configuration in DIR, whose
+# sources.list the caller writes, so that the system's apt state is untouched.
+private_apt()
+{
+    local dir=$1 tool=$2
+    shift 2
+    mkdir -p "$dir/sources.list.d" "$dir/lists/partial" "$dir/cache/archives/partial"
+    "$tool" -o "Dir::Etc::SourceList=$dir/sources.list" \
+        -o "Dir::Etc::SourceParts=$dir/sources.list.d" \
+        -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" "$@"
+}
+
 die()
 {
     echo "${0##*/}: error: $*" >&2
