@@ -30,6 +30,15 @@ def test_mean_ci_uses_the_t_quantile_of_its_sample_size():
     assert (mean, half) == (11.0, pytest.approx(12.706))
 
 
+@pytest.mark.parametrize("df, quantile", [
+    (1, 12.706), (29, 2.045), (30, 2.042), (40, 2.021), (60, 2.000),
+    (120, 1.980),
+])
+def test_t_quantiles_follow_the_table(df, quantile):
+    # Values from the NIST/SEMATECH e-Handbook, table 1.3.6.7.2.
+    assert load_bench().t975(df) == pytest.approx(quantile, abs=1e-3)
+
+
 @pytest.mark.parametrize("args, message", [
     (["-n", "1"], "--runs must be at least 2"),
     (["--binary", "x=/nonexistent"], "is not an executable"),
