@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import QEMU, REPO, run
+from conftest import REPO, run
 
 
 def test_smoke_boot(qemu):
