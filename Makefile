@@ -1,6 +1,6 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug boot check export clean
+.PHONY: all deps assemble qemu baseline debug guest boot check export clean
 
 all: boot
 
@@ -13,10 +13,13 @@ assemble: deps
 qemu baseline debug: assemble
 	bin/build $@
 
+guest: deps
+	bin/guest-kernel
+
 boot: qemu
 	bin/boot-time
 
-check: qemu debug
+check: qemu debug guest
 	bin/check
 
 export:
