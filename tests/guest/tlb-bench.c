@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
@@ -28,7 +29,7 @@
 #define MIN_NS (500 * 1000 * 1000ll)  /* time each op at least this long */
 
 static long page_size;
-static volatile int stop_busy;
+static int stop_busy;
 static char *shared;
 
 static int64_t now_ns(void)
@@ -41,12 +42,11 @@ static int64_t now_ns(void)
 
 static void *busy(void *arg)
 {
-    volatile char *p = shared;
     unsigned long sum = 0;
 
-    while (!stop_busy) {
+    while (!__atomic_load_n(&stop_busy, __ATOMIC_RELAXED)) {
         for (int i = 0; i < N_PAGES; i++) {
-            sum += p[i * page_size];
+            sum += __atomic_load_n(&shared[i * page_size], __ATOMIC_RELAXED);
         }
     }
     return (void *)sum;
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     int ncpus = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_t threads[ncpus > 1 ? ncpus - 1 : 1];
 
-    page_size = sysconf(_SC_PAGESIZE);
+    page_size = getauxval(AT_PAGESZ);
     shared = mmap(NULL, N_PAGES * page_size, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     for (int i = 0; i < ncpus - 1; i++) {
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         }
     }
 
-    stop_busy = 1;
+    __atomic_store_n(&stop_busy, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ncpus - 1; i++) {
         pthread_join(threads[i], NULL);
     }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
@@ -32,8 +33,8 @@
 static long page_size;
 static uint64_t *remap_page;            /* fixed address, remapped */
 static uint64_t published_gen;
-static volatile int stop;
-static volatile int failed;
+static int stop;                        /* atomic */
+static int failed;
 static long total_rounds;
 
 static void fail(const char *what, uint64_t seen, uint64_t expected)
@@ -42,7 +43,7 @@ static void fail(const char *what, uint64_t seen, uint64_t expected)
            (unsigned long long)seen, (unsigned long long)expected);
     fflush(stdout);
     failed = 1;
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 }
 
 static void remap_round(uint64_t gen)
@@ -126,7 +127,7 @@ static void *worker(void *arg)
     int id = (intptr_t)arg;
     uint64_t round;
 
-    for (round = 1; !stop; round++) {
+    for (round = 1; !__atomic_load_n(&stop, __ATOMIC_RELAXED); round++) {
         if (id == 0) {
             remap_round(round);
         } else {
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
     int seconds = argc > 1 ? atoi(argv[1]) : 10;
     pthread_t threads[ncpus];
 
-    page_size = sysconf(_SC_PAGESIZE);
+    page_size = getauxval(AT_PAGESZ);
     remap_page = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     remap_round(0);
@@ -152,7 +153,7 @@ int main(int argc, char **argv)
         pthread_create(&threads[i], NULL, worker, (void *)(intptr_t)i);
     }
     sleep(seconds);
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ncpus; i++) {
         pthread_join(threads[i], NULL);
     }
