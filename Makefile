@@ -1,6 +1,6 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug guest boot check export clean
+.PHONY: all deps assemble qemu baseline debug guest image boot check export clean
 
 all: boot
 
@@ -15,6 +15,9 @@ qemu baseline debug: assemble
 
 guest: deps
 	bin/guest-kernel
+
+image: deps
+	bin/guest-image
 
 boot: qemu
 	bin/boot-time

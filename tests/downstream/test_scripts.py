@@ -68,3 +68,19 @@ def test_deb_entries_for_another_architecture(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "deb [signed-by=/k.gpg arch=arm64] " \
         "http://example.invalid/debian bookworm main\n"
+
+
+def test_guest_image_names_a_missing_tool(tmp_path):
+    (tmp_path / "bin").mkdir()
+    for tool in ("bash", "dirname", "id", "cat", "sha256sum", "cut"):
+        (tmp_path / "bin" / tool).symlink_to(shutil.which(tool))
+    proc = run([REPO / "bin" / "guest-image"],
+               env={"PATH": str(tmp_path / "bin")})
+    assert proc.returncode != 0
+    assert "mmdebstrap is missing; run bin/install-deps" in proc.stderr
+
+
+def test_guest_image_rejects_unknown_arguments():
+    proc = run([REPO / "bin" / "guest-image", "--size", "1G"])
+    assert proc.returncode == 2
+    assert "Usage: bin/guest-image" in proc.stderr
