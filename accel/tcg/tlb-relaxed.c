@@ -228,9 +228,9 @@ void tlb_relaxed_catch_up(CPUState *cpu)
 
     if (!tlb_pending_empty(&work)) {
         stat64_add(&v->catch_ups, 1);
+        trace_tlb_relaxed_catch_up(cpu->cpu_index, gen, work.full_idxmap,
+                                   work.n_ranges);
     }
-    trace_tlb_relaxed_catch_up(cpu->cpu_index, gen, work.full_idxmap,
-                               work.n_ranges);
 }
 
 void tlb_relaxed_exec_enter(CPUState *cpu)
@@ -266,7 +266,7 @@ void tlb_flush_barrier(CPUState *cpu)
 {
     TLBRelaxedVCPU *self;
     uint64_t gen;
-    int64_t start;
+    int64_t start, wait_ns;
     int spins;
 
     if (!tcg_tlb_flush_relaxed) {
@@ -304,9 +304,10 @@ void tlb_flush_barrier(CPUState *cpu)
     qatomic_dec(&n_waiting);
 
 done:
+    wait_ns = get_clock() - start;
     stat64_add(&self->barrier_waits, 1);
-    stat64_add(&self->barrier_wait_ns, get_clock() - start);
-    trace_tlb_relaxed_barrier(cpu->cpu_index, gen, get_clock() - start);
+    stat64_add(&self->barrier_wait_ns, wait_ns);
+    trace_tlb_relaxed_barrier(cpu->cpu_index, gen, wait_ns);
 }
 
 void tlb_relaxed_dump_info(GString *buf)
