@@ -1,6 +1,6 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug guest image boot check export clean
+.PHONY: all deps assemble qemu baseline debug guest image boot check functional bench export clean
 
 all: boot
 
@@ -24,6 +24,12 @@ boot: qemu
 
 check: qemu debug guest
 	bin/check
+
+functional: qemu
+	bin/functional
+
+bench: qemu baseline image
+	bin/bench
 
 export:
 	bin/export-patches

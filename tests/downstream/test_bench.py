@@ -1,32 +1,42 @@
-"""bin/bench: its statistics, and its refusal of bad input."""
+"""bin/bench and bin/bench-report: statistics, reports, bad input, and one
+short real run."""
 
 import importlib.machinery
 import importlib.util
+import json
 
 import pytest
 
-from conftest import REPO, run
+from conftest import BUILD, QEMU, REPO, run
 
 BENCH = REPO / "bin" / "bench"
+REPORT = REPO / "bin" / "bench-report"
+VENV_PYTHON = BUILD / "venv" / "bin" / "python3"
 
 
-def load_bench():
-    loader = importlib.machinery.SourceFileLoader("bench", str(BENCH))
-    spec = importlib.util.spec_from_loader("bench", loader)
+def load(path):
+    loader = importlib.machinery.SourceFileLoader(path.name.replace("-", "_"),
+                                                  str(path))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
 
 
-def test_mean_ci_of_a_known_sample():
+@pytest.fixture(scope="module")
+def report():
+    return load(REPORT)
+
+
+def test_mean_ci_of_a_known_sample(report):
     # mean 3, s = sqrt(2.5), t(0.975, 4) = 2.776: 2.776 * 1.5811 / sqrt(5)
-    mean, half = load_bench().mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    mean, half = report.mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
     assert mean == 3.0
     assert half == pytest.approx(1.9629, abs=1e-4)
 
 
-def test_mean_ci_uses_the_t_quantile_of_its_sample_size():
-    mean, half = load_bench().mean_ci([10.0, 12.0])
+def test_mean_ci_uses_the_t_quantile_of_its_sample_size(report):
+    mean, half = report.mean_ci([10.0, 12.0])
     assert (mean, half) == (11.0, pytest.approx(12.706))
 
 
@@ -34,19 +44,119 @@ def test_mean_ci_uses_the_t_quantile_of_its_sample_size():
     (1, 12.706), (29, 2.045), (30, 2.042), (40, 2.021), (60, 2.000),
     (120, 1.980),
 ])
-def test_t_quantiles_follow_the_table(df, quantile):
+def test_t_quantiles_follow_the_table(report, df, quantile):
     # Values from the NIST/SEMATECH e-Handbook, table 1.3.6.7.2.
-    assert load_bench().t975(df) == pytest.approx(quantile, abs=1e-3)
+    assert report.t975(df) == pytest.approx(quantile, abs=1e-3)
+
+
+def synthetic_results():
+    """Three rounds: base and fast on smp4, fast alone on smp4-relaxed."""
+    runs = []
+    for rnd, (base, fast, relaxed) in enumerate(
+            [(10.0, 8.0, 6.0), (12.0, 9.0, 6.0), (11.0, 9.9, 5.5)], 1):
+        for binary, config, wall in [("base", "smp4", base),
+                                     ("fast", "smp4", fast),
+                                     ("fast", "smp4-relaxed", relaxed)]:
+            runs.append({"round": rnd, "binary": binary, "config": config,
+                         "wall_s": wall, "booted_s": wall - 1,
+                         "buffer_rss_kib": 4096,
+                         "buffer_anon_huge_kib": 2048})
+    layout = [{"binary": b, "smp": smp, "tb_size_mib": 64, "error": None,
+               "buffer_mappings": 32, "buffer_mapping_kib": 2044,
+               **({"regions": 32, "region_kib": 2048} if b == "fast" else {})}
+              for b in ("base", "fast") for smp in (1, 4)]
+    return {"workload": "debian", "command": "bin/bench", "date": "today",
+            "machine": {"cpu": "cpu", "cpus": 2, "memory_gib": 1,
+                        "kernel": "Linux", "thp": "madvise"},
+            "guest": "build/image", "qemu_args": "-M virt",
+            "binaries": {"base": "/b", "fast": "/f"},
+            "configs": {"smp4": "-smp 4",
+                        "smp4-relaxed": "-smp 4 -accel tcg,tlb-flush=relaxed"},
+            "metrics": ["wall_s"], "runs": runs, "layout": layout}
+
+
+def test_ratios_are_per_round(report):
+    runs = synthetic_results()["runs"]
+    # 8/10, 9/12, 9.9/11: mean 0.8167, s = 0.0764, t(2) = 4.303
+    mean, half = report.ratio_ci(runs, "base", "fast", "smp4", "wall_s")
+    assert mean == pytest.approx(0.81667, abs=1e-4)
+    assert half == pytest.approx(4.303 * 0.076376 / 3 ** 0.5, abs=1e-3)
+    assert report.ratio_ci(runs, "base", "base", "smp4", "wall_s") is None
+
+
+def test_a_configuration_the_reference_lacks_uses_its_longest_prefix(report):
+    assert report.reference_config("smp4-tb64-nohuge",
+                                   {"smp4", "smp4-tb64", "smp1"}) == "smp4-tb64"
+    runs = synthetic_results()["runs"]
+    mean, _ = report.ratio_ci(runs, "base", "fast", "smp4-relaxed", "wall_s")
+    assert mean == pytest.approx((0.6 + 0.5 + 0.5) / 3)
+
+
+def test_report_writes_summary_and_charts(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(synthetic_results()))
+    proc = run([REPORT, tmp_path])
+    assert proc.returncode == 0, proc.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| smp4 | fast | 8.967 ± 2.361 | 0.817 ± 0.190 |" in summary
+    assert "| smp4-relaxed | fast | 5.833 ± 0.717 | 0.533 ± 0.143 |" in summary
+    assert "| 50.0 |" in summary        # share of the buffer on huge pages
+    for chart in ("wall_s.png", "regions.png"):
+        assert (tmp_path / chart).read_bytes().startswith(b"\x89PNG")
+
+
+def test_report_refuses_a_folder_without_results(tmp_path):
+    proc = run([REPORT, tmp_path])
+    assert proc.returncode != 0
+    assert "cannot read" in proc.stderr
 
 
 @pytest.mark.parametrize("args, message", [
     (["-n", "1"], "--runs must be at least 2"),
     (["--binary", "x=/nonexistent"], "is not an executable"),
     (["--config", "noequals"], "is not NAME=VALUE"),
-    (["--binary", "a=/bin/true", "--guest", "/nonexistent"], "run bin/guest-kernel"),
+    (["--workload", "boot", "--binary", "a=/bin/true", "--guest",
+      "/nonexistent"], "run bin/guest-kernel"),
+    (["--binary", "a=/bin/true", "--guest", "/nonexistent"], "run make image"),
+    (["--layout-smp", "1,x"], "not a list of integers"),
+    (["--workload", "boot", "--binary", "a=/bin/true", "--config",
+      "x@nope=-smp 1"], "names unknown binary nope"),
 ])
 def test_bad_input_is_refused(args, message, tmp_path):
     proc = run([BENCH, "--out", tmp_path / "out", *args])
     assert proc.returncode != 0
     assert message in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_configuration_no_binary_accepts_is_refused(qemu, tmp_path):
+    proc = run([BENCH, "--workload", "boot", "--binary", f"qemu={qemu}",
+                "--config", "bad=-accel tcg,tlb-flush=lazy",
+                "--out", tmp_path / "out"])
+    assert proc.returncode != 0
+    assert "no binary accepts configuration bad" in proc.stderr
+    assert "does not accept value 'lazy'" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):
+    """Two rounds of the initramfs boot; the smoke test of the runner."""
+    out = tmp_path / "out"
+    proc = run([BENCH, "--workload", "boot", "-n", "2",
+                "--binary", f"a={qemu}", "--binary", f"b={QEMU}",
+                "--config", "smp2=-smp 2 -accel tcg,tb-size=64",
+                "--layout-smp", "1,4", "--layout-tb-size", "64",
+                "--out", out], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[4/4] round 2 b" in proc.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["runs"]) == 4
+    for r in results["runs"]:
+        assert 0 < r["kernel_s"] < r["userspace_s"] < r["booted_s"] <= r["wall_s"]
+        assert r["code_bytes"] > 0 and r["tb_count"] > 0
+        assert r["regions"] * r["region_kib"] == 64 << 10
+        assert r["region_kib"] % 2048 == 0
+        assert 0 < r["buffer_anon_huge_kib"] <= r["buffer_rss_kib"]
+    assert [(c["smp"], c["regions"]) for c in results["layout"]] == \
+        [(1, 1), (4, 32)] * 2
+    assert "ratio to a" in (out / "summary.md").read_text()
+    assert (out / "results.csv").read_text().startswith("round,binary,config,wall_s")

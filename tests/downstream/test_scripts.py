@@ -3,6 +3,8 @@
 import shutil
 import textwrap
 
+import pytest
+
 from conftest import REPO, run
 
 
@@ -84,3 +86,20 @@ def test_guest_image_rejects_unknown_arguments():
     proc = run([REPO / "bin" / "guest-image", "--size", "1G"])
     assert proc.returncode == 2
     assert "Usage: bin/guest-image" in proc.stderr
+
+
+SCRIPTS = sorted(p.name for p in (REPO / "bin").iterdir()
+                 if p.name != "common.sh")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_explains_itself(script):
+    proc = run([REPO / "bin" / script, "--help"])
+    assert proc.returncode == 0, proc.stderr
+    assert "usage" in proc.stdout.lower()
+
+
+def test_functional_rejects_unknown_arguments():
+    proc = run([REPO / "bin" / "functional", "--bogus"])
+    assert proc.returncode == 2
+    assert "Usage: bin/functional" in proc.stderr
