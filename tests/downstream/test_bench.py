@@ -59,6 +59,7 @@ def synthetic_results():
                                      ("fast", "smp4-relaxed", relaxed)]:
             runs.append({"round": rnd, "binary": binary, "config": config,
                          "wall_s": wall, "booted_s": wall - 1,
+                         "user_s": wall / 2,
                          "buffer_rss_kib": 4096,
                          "buffer_anon_huge_kib": 2048})
     layout = [{"binary": b, "smp": smp, "tb_size_mib": 64, "error": None,
@@ -100,6 +101,8 @@ def test_report_writes_summary_and_charts(tmp_path):
     assert "| smp4 | fast | 8.967 ± 2.361 | 0.817 ± 0.190 |" in summary
     assert "| smp4-relaxed | fast | 5.833 ± 0.717 | 0.533 ± 0.143 |" in summary
     assert "| 50.0 |" in summary        # share of the buffer on huge pages
+    # user CPU is half the wall time in every run: the same ratios
+    assert "| smp4 | fast | 0.817 ± 0.190 | — |" in summary
     for chart in ("wall_s.png", "regions.png"):
         assert (tmp_path / chart).read_bytes().startswith(b"\x89PNG")
 
