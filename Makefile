@@ -1,6 +1,6 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug guest image boot check functional bench export clean
+.PHONY: all deps assemble qemu baseline debug docs guest image boot check functional bench export clean
 
 all: boot
 
@@ -10,7 +10,7 @@ deps:
 assemble: deps
 	bin/assemble
 
-qemu baseline debug: assemble
+qemu baseline debug docs: assemble
 	bin/build $@
 
 guest: deps
@@ -35,4 +35,4 @@ export:
 	bin/export-patches
 
 clean:
-	rm -rf build/qemu build/baseline build/debug build/check
+	rm -rf build/qemu build/baseline build/debug build/docs build/check build/series

@@ -14,8 +14,14 @@ SRC=$BUILD/src
 BASELINE_SRC=$BUILD/baseline-src
 VENV=$BUILD/venv
 
-# Directories of this repository whose files are linked into the assembled tree.
-OVERLAY_DIRS=(accel tcg target tests docs scripts)
+# configure's arguments for every build: the same features on every
+# machine, whatever else is installed, so that builds and hosts compare
+# like with like.  Debian's ipxe-qemu has the firmware -M virt loads.
+FIRMWARE_PATH=/usr/lib/ipxe/qemu
+QEMU_CONFIGURE_ARGS=(--python="$VENV/bin/python3" --disable-download
+    --target-list=aarch64-softmmu --without-default-features
+    --enable-tcg --enable-fdt=system --disable-docs
+    --firmwarepath="$FIRMWARE_PATH" --gdb=/usr/bin/gdb-multiarch)
 
 # Digest of the patch series, recorded when build/src matches it.
 patches_digest()

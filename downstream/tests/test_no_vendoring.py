@@ -1,4 +1,5 @@
-"""No file of this repository is a copy of an upstream QEMU file.
+"""No file of this repository, and no file that the series adds to QEMU,
+is a copy of an upstream QEMU file.
 
 Upstream is a dependency: it comes from the pinned tarball and changes only
 through patches/. A file here whose content equals an upstream file, also
@@ -46,7 +47,8 @@ def git_blobs(tree_ish):
 
 
 def own_files():
-    """Yield (path, content) of this repository's files, patches aside."""
+    """Yield (path, content) of this repository's files, patches aside,
+    and of the files that the series adds to QEMU."""
     listing = subprocess.run(["git", "-C", REPO, "ls-files", "-z", "--cached",
                               "--others", "--exclude-standard"],
                              capture_output=True, check=True)
@@ -54,6 +56,11 @@ def own_files():
         if path and not path.startswith("patches/") and \
                 (REPO / path).is_file():
             yield path, (REPO / path).read_bytes()
+    added = subprocess.run(["git", "-C", BUILD / "src", "diff", "--name-only",
+                            "--diff-filter=A", "upstream", "HEAD"],
+                           capture_output=True, text=True, check=True)
+    for path in added.stdout.split():
+        yield path, (BUILD / "src" / path).read_bytes()
 
 
 def copies(files, upstream_index):

@@ -55,30 +55,6 @@ def test_reassemble_is_a_no_op(scratch):
     assert git("rev-parse", "HEAD", cwd=src) == head
 
 
-def test_overlay_is_linked_and_ignored(scratch):
-    repo = scratch[0]
-    (repo / "docs" / "devel").mkdir(parents=True)
-    (repo / "docs" / "devel" / "ours.rst").write_text("Ours\n====\n")
-    assert assemble(scratch).returncode == 0
-    link = repo / "build" / "src" / "docs" / "devel" / "ours.rst"
-    assert link.is_symlink() and link.read_text() == "Ours\n====\n"
-    assert git("status", "--porcelain", cwd=repo / "build" / "src") == ""
-    (repo / "docs" / "devel" / "ours.rst").unlink()
-    assert assemble(scratch).returncode == 0
-    assert not link.is_symlink()
-
-
-def test_own_file_may_not_shadow_upstream(scratch):
-    repo = scratch[0]
-    shadow = repo / "tcg" / "tcg.c"
-    shadow.parent.mkdir()
-    shadow.write_text("/* ours */\n")
-    proc = assemble(scratch)
-    shutil.rmtree(shadow.parent)
-    assert proc.returncode != 0
-    assert "shadow upstream files" in proc.stderr and "tcg/tcg.c" in proc.stderr
-
-
 def test_unexported_commits_are_kept(scratch):
     repo, env = scratch
     src = repo / "build" / "src"
@@ -100,3 +76,25 @@ def test_unexported_commits_are_kept(scratch):
         sorted((repo / "patches").glob("*.patch"))[-1].read_text()
     assert assemble(scratch).returncode == 0
     assert git("rev-parse", "HEAD", cwd=src) == work
+
+
+def test_a_new_file_travels_in_the_series(scratch):
+    """A file added in build/src is exported, and assembled again from
+    patches/ alone."""
+    repo, env = scratch
+    src = repo / "build" / "src"
+    (src / "tcg" / "ours.c").write_text("/* ours */\n")
+    git("add", "tcg/ours.c", cwd=src)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm",
+        "tcg: add ours.c", cwd=src)
+    tree = git("rev-parse", "HEAD^{tree}", cwd=src)
+    proc = run([repo / "bin" / "export-patches"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "new file mode" in \
+        sorted((repo / "patches").glob("*.patch"))[-1].read_text()
+
+    shutil.rmtree(repo / "build" / "src")
+    shutil.rmtree(repo / "build" / "baseline-src")
+    assert assemble(scratch).returncode == 0
+    assert (src / "tcg" / "ours.c").read_text() == "/* ours */\n"
+    assert git("rev-parse", "HEAD^{tree}", cwd=src) == tree

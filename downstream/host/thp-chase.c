@@ -8,7 +8,8 @@
  * whose memory the hypervisor backs with 4 KiB pages the nested walk stays
  * long and the two times come out alike.
  *
- * Build and run: gcc -O2 -o thp-chase tests/host/thp-chase.c && ./thp-chase
+ * Build and run:
+ *   gcc -O2 -o thp-chase downstream/host/thp-chase.c && ./thp-chase
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

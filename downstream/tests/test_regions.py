@@ -79,16 +79,19 @@ def test_huge_pages_off(qemu, guest):
     assert sum(f["AnonHugePages"] for f in code) == 0
 
 
-def test_huge_pages_on_without_host_support_is_an_error(qemu, spin):
-    """split-wx maps shared memory; this host may lack shmem huge pages."""
-    shmem = pathlib.Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
-    if shmem.exists() and not re.search(r"\[(never|deny)\]",
-                                        shmem.read_text()):
-        pytest.skip("this host has shmem transparent huge pages")
+def test_huge_pages_on_with_split_wx_is_an_error(qemu, spin):
+    """A split-wx buffer keeps the page-granular layout: "on" refuses it."""
     proc = subprocess.run(
         [str(QEMU), "-M", "virt", "-nic", "none", "-display", "none", "-S",
          "-accel", "tcg,split-wx=on,tb-huge-pages=on", "-kernel", str(spin)],
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
-    assert "no transparent huge pages for split-wx (shared) memory" in \
-        proc.stderr
+    assert "tb-huge-pages=on needs transparent huge pages for anonymous " \
+        "memory, and split-wx=off" in proc.stderr
+
+
+@pytest.mark.skipif(not HOST_HAS_THP,
+                    reason="transparent huge pages are off on this host")
+def test_huge_pages_on(qemu, guest):
+    g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64,tb-huge-pages=on")
+    assert "code huge pages     2048 KiB" in g.hmp("info jit")

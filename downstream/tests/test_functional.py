@@ -1,4 +1,4 @@
-"""tests/functional/test_aarch64_debian_image.py through bin/functional,
+"""downstream/functional/test_aarch64_debian_image.py through bin/functional,
 run as QEMU's functional tests run and under avocado."""
 
 import os
