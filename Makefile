@@ -1,8 +1,8 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug docs guest image boot check functional bench export clean
+.PHONY: all deps assemble qemu baseline debug docs guest image boot compare check functional bench export clean
 
-all: boot
+all: compare
 
 deps:
 	bin/install-deps
@@ -21,6 +21,9 @@ image: deps
 
 boot: qemu
 	bin/boot-time
+
+compare: qemu guest
+	bin/compare
 
 check: qemu debug guest
 	bin/check

@@ -52,3 +52,15 @@ note()
 {
     echo "${0##*/}: $*" >&2
 }
+
+# Run module harness.NAME of downstream/ with build/venv's Python, on QEMU's
+# own Python libraries from the assembled tree (qemu.machine, qemu.qmp).
+harness()
+{
+    local module=$1
+    shift
+    [ -x "$VENV/bin/python3" ] || die "no build/venv; run bin/install-deps"
+    [ -d "$SRC/python/qemu/machine" ] || die "no build/src/python; run bin/assemble"
+    PYTHONPATH=$REPO/downstream:$SRC/python exec "$VENV/bin/python3" \
+        -m "harness.$module" "$@"
+}

@@ -14,7 +14,7 @@ from qemu_test import QemuSystemTest
 
 def image_dir():
     """QEMU_TEST_DEBIAN_IMAGE_DIR, or build/image of the repository that
-    holds this file (it is linked into the assembled tree)."""
+    holds this file."""
     default = Path(__file__).resolve().parents[2] / 'build' / 'image'
     return Path(os.environ.get('QEMU_TEST_DEBIAN_IMAGE_DIR', default))
 

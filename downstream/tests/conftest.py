@@ -7,11 +7,12 @@ them at build/baseline for a negative control.
 
 import os
 import pathlib
-import re
 import struct
 import subprocess
 
 import pytest
+
+from harness.machine import VIRT, Guest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
@@ -37,46 +38,6 @@ def qemu():
 SPIN_KERNEL = struct.pack("<I", 0x14000000)
 
 
-class Guest:
-    """qemu-system-aarch64 with its HMP monitor on stdin/stdout."""
-
-    def __init__(self, qemu, kernel, *args):
-        self.proc = subprocess.Popen(
-            [str(qemu), "-M", "virt", "-cpu", "max", "-nic", "none",
-             "-display", "none", "-monitor", "stdio", "-kernel", str(kernel),
-             *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-
-    def hmp(self, command):
-        """Run a monitor command; return its output."""
-        self.proc.stdin.write(command + "\ninfo version\n")
-        self.proc.stdin.flush()
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            assert line, self.proc.stderr.read()
-            if re.match(r"(\(qemu\) )?\d+\.\d+\.\d+", line):
-                return "".join(lines)
-            lines.append(line)
-
-    def mappings(self):
-        """(start, end, perms, fields) of each mapping, from smaps."""
-        smaps = pathlib.Path(f"/proc/{self.proc.pid}/smaps").read_text()
-        result = []
-        for line in smaps.splitlines():
-            m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
-            if m:
-                fields = {}
-                result.append((int(m.group(1), 16), int(m.group(2), 16),
-                               m.group(3), fields))
-            elif ":" in line and line.split(":")[1].strip().endswith("kB"):
-                key, value = line.split(":")
-                fields[key] = int(value.split()[0]) * 1024
-        return result
-
-
-
 @pytest.fixture
 def spin(tmp_path):
     kernel = tmp_path / "spin.bin"
@@ -85,14 +46,16 @@ def spin(tmp_path):
 
 
 @pytest.fixture
-def guest(spin):
-    """Start a spinning guest: guest(qemu, *args); killed after the test."""
+def guest(spin, tmp_path):
+    """Start a spinning guest: guest(qemu, *args), a harness.machine.Guest;
+    killed after the test."""
     guests = []
 
     def start(qemu, *args):
-        guests.append(Guest(qemu, spin, *args))
-        return guests[-1]
+        g = Guest(qemu, [*VIRT, "-kernel", spin, *args], log_dir=str(tmp_path))
+        guests.append(g)
+        g.launch()
+        return g
     yield start
     for g in guests:
-        g.proc.kill()
-        g.proc.communicate()
+        g.kill()

@@ -1,42 +1,27 @@
-"""bin/bench and bin/bench-report: statistics, reports, bad input, and one
-short real run."""
+"""bin/bench and bin/bench-report (harness.bench, harness.report,
+harness.stats): statistics, pairing, reports, bad input, and one short
+real run."""
 
-import importlib.machinery
-import importlib.util
 import json
 
 import pytest
 
-from conftest import BUILD, QEMU, REPO, run
+from conftest import QEMU, REPO, run
+from harness import report, stats
 
 BENCH = REPO / "bin" / "bench"
 REPORT = REPO / "bin" / "bench-report"
-VENV_PYTHON = BUILD / "venv" / "bin" / "python3"
 
 
-def load(path):
-    loader = importlib.machinery.SourceFileLoader(path.name.replace("-", "_"),
-                                                  str(path))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def report():
-    return load(REPORT)
-
-
-def test_mean_ci_of_a_known_sample(report):
+def test_mean_ci_of_a_known_sample():
     # mean 3, s = sqrt(2.5), t(0.975, 4) = 2.776: 2.776 * 1.5811 / sqrt(5)
-    mean, half = report.mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    mean, half = stats.mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
     assert mean == 3.0
     assert half == pytest.approx(1.9629, abs=1e-4)
 
 
-def test_mean_ci_uses_the_t_quantile_of_its_sample_size(report):
-    mean, half = report.mean_ci([10.0, 12.0])
+def test_mean_ci_uses_the_t_quantile_of_its_sample_size():
+    mean, half = stats.mean_ci([10.0, 12.0])
     assert (mean, half) == (11.0, pytest.approx(12.706))
 
 
@@ -44,9 +29,9 @@ def test_mean_ci_uses_the_t_quantile_of_its_sample_size(report):
     (1, 12.706), (29, 2.045), (30, 2.042), (40, 2.021), (60, 2.000),
     (120, 1.980),
 ])
-def test_t_quantiles_follow_the_table(report, df, quantile):
+def test_t_quantiles_follow_the_table(df, quantile):
     # Values from the NIST/SEMATECH e-Handbook, table 1.3.6.7.2.
-    assert report.t975(df) == pytest.approx(quantile, abs=1e-3)
+    assert stats.t975(df) == pytest.approx(quantile, abs=1e-3)
 
 
 def synthetic_results():
@@ -73,24 +58,41 @@ def synthetic_results():
             "binaries": {"base": "/b", "fast": "/f"},
             "configs": {"smp4": "-smp 4",
                         "smp4-relaxed": "-smp 4 -accel tcg,tlb-flush=relaxed"},
+            "pairs": {"smp4": "smp4", "smp4-relaxed": "smp4"},
             "metrics": ["wall_s"], "runs": runs, "layout": layout}
 
 
-def test_ratios_are_per_round(report):
-    runs = synthetic_results()["runs"]
+def test_quantiles_interpolate():
+    assert stats.quantile([1, 2, 3, 4, 5], 0.5) == 3
+    assert stats.quantile(range(1, 101), 0.99) == pytest.approx(99.01)
+
+
+def test_ratios_are_per_round():
+    results = synthetic_results()
+    runs = results["runs"]
     # 8/10, 9/12, 9.9/11: mean 0.8167, s = 0.0764, t(2) = 4.303
-    mean, half = report.ratio_ci(runs, "base", "fast", "smp4", "wall_s")
+    mean, half = report.ratio_ci(results, runs, "fast", "smp4", "wall_s")
     assert mean == pytest.approx(0.81667, abs=1e-4)
     assert half == pytest.approx(4.303 * 0.076376 / 3 ** 0.5, abs=1e-3)
-    assert report.ratio_ci(runs, "base", "base", "smp4", "wall_s") is None
+    assert report.ratio_ci(results, runs, "base", "smp4", "wall_s") is None
 
 
-def test_a_configuration_the_reference_lacks_uses_its_longest_prefix(report):
-    assert report.reference_config("smp4-tb64-nohuge",
-                                   {"smp4", "smp4-tb64", "smp1"}) == "smp4-tb64"
-    runs = synthetic_results()["runs"]
-    mean, _ = report.ratio_ci(runs, "base", "fast", "smp4-relaxed", "wall_s")
+def test_a_configuration_compares_with_its_explicit_pair():
+    results = synthetic_results()
+    mean, _ = report.ratio_ci(results, results["runs"], "fast",
+                              "smp4-relaxed", "wall_s")
     assert mean == pytest.approx((0.6 + 0.5 + 0.5) / 3)
+
+
+def test_the_report_refuses_a_configuration_without_a_pair(tmp_path):
+    """No silent guess: smp4-relaxed must not pair with smp4 unasked."""
+    results = synthetic_results()
+    del results["pairs"]["smp4-relaxed"]
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    proc = run([REPORT, tmp_path])
+    assert proc.returncode != 0
+    assert "pairs configuration smp4-relaxed with no reference" in proc.stderr
+    assert not (tmp_path / "summary.md").exists()
 
 
 def test_report_writes_summary_and_charts(tmp_path):
@@ -123,6 +125,7 @@ def test_report_refuses_a_folder_without_results(tmp_path):
     (["--layout-smp", "1,x"], "not a list of integers"),
     (["--workload", "boot", "--binary", "a=/bin/true", "--config",
       "x@nope=-smp 1"], "names unknown binary nope"),
+    (["--binary", "a=/bin/true", "--pair", "x"], "is not NAME=VALUE"),
 ])
 def test_bad_input_is_refused(args, message, tmp_path):
     proc = run([BENCH, "--out", tmp_path / "out", *args])
@@ -138,6 +141,24 @@ def test_a_configuration_no_binary_accepts_is_refused(qemu, tmp_path):
     assert proc.returncode != 0
     assert "no binary accepts configuration bad" in proc.stderr
     assert "does not accept value 'lazy'" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("pair, message", [
+    ([], "configuration smp2-relaxed has no reference run: the reference "
+     "binary does not run smp2-relaxed; give --pair smp2-relaxed=CONFIG"),
+    (["--pair", "smp2-relaxed=smp4"], "the reference binary does not run smp4"),
+    (["--pair", "nope=smp2"], "--pair nope=smp2 names no configuration"),
+    (["--pair", "smp2-relaxed=smp2", "--pair", "smp2-relaxed=smp2"],
+     "configuration smp2-relaxed is paired twice"),
+])
+def test_pairs_are_explicit(qemu, tmp_path, pair, message):
+    proc = run([BENCH, "--workload", "boot", "--binary", f"a={qemu}",
+                "--binary", f"b={qemu}", "--config", "smp2=-smp 2",
+                "--config", "smp2-relaxed@b=-smp 2 -accel tcg,tlb-flush=relaxed",
+                *pair, "--out", tmp_path / "out"])
+    assert proc.returncode != 0
+    assert message in proc.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -161,5 +182,10 @@ def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):
         assert 0 < r["buffer_anon_huge_kib"] <= r["buffer_rss_kib"]
     assert [(c["smp"], c["regions"]) for c in results["layout"]] == \
         [(1, 1), (4, 32)] * 2
-    assert "ratio to a" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "ratio to a" in summary
+    assert results["pairs"] == {"smp2": "smp2"}
+    # The binaries' commits: build/src's HEAD, without uncommitted changes.
+    head = run(["git", "-C", REPO / "build" / "src", "rev-parse", "HEAD"])
+    assert results["binary_sources"]["a"] == head.stdout.strip()
     assert (out / "results.csv").read_text().startswith("round,binary,config,wall_s")

@@ -1,4 +1,4 @@
-"""The main job, bin/boot-time: boots a guest and reports boot+shutdown."""
+"""bin/boot-time: boots a guest once and reports boot+shutdown."""
 
 import re
 

@@ -56,8 +56,8 @@ def test_debug_build_guards_every_region(guest):
                       for i in range(n)]
 
 
-@pytest.mark.skipif(not HOST_HAS_THP,
-                    reason="transparent huge pages are off on this host")
+@pytest.mark.skipif(not HOST_HAS_THP, reason="host lacks: transparent huge "
+                    "pages (/sys/kernel/mm/transparent_hugepage/enabled)")
 def test_code_buffer_is_huge_page_backed(qemu, guest):
     """After a short run with -smp 4, tb-size=64, the code buffer (the rwx
     mappings) is backed by huge pages: >= 99% of its resident memory."""
@@ -90,8 +90,8 @@ def test_huge_pages_on_with_split_wx_is_an_error(qemu, spin):
         "memory, and split-wx=off" in proc.stderr
 
 
-@pytest.mark.skipif(not HOST_HAS_THP,
-                    reason="transparent huge pages are off on this host")
+@pytest.mark.skipif(not HOST_HAS_THP, reason="host lacks: transparent huge "
+                    "pages (/sys/kernel/mm/transparent_hugepage/enabled)")
 def test_huge_pages_on(qemu, guest):
     g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64,tb-huge-pages=on")
     assert "code huge pages     2048 KiB" in g.hmp("info jit")

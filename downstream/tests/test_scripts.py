@@ -103,3 +103,34 @@ def test_functional_rejects_unknown_arguments():
     proc = run([REPO / "bin" / "functional", "--bogus"])
     assert proc.returncode == 2
     assert "Usage: bin/functional" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-n", "1"], "--runs must be at least 2"),
+    (["--smp", "0"], "--smp must be at least 1"),
+    (["--qemu", "/nonexistent"], "/nonexistent is not an executable"),
+])
+def test_compare_refuses_bad_input(args, message):
+    proc = run([REPO / "bin" / "compare", *args])
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_compare_prints_both_modes_and_their_ratio(qemu):
+    """bin/compare, make's main job, on the initramfs: two rounds."""
+    proc = run([REPO / "bin" / "compare", "--qemu", qemu, "-n", "2",
+                "--smp", "2", "--workload", "boot"], timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "Linux boot to power-off (an initramfs), -smp 2, " \
+        "2 alternating rounds, mean ± 95% CI:"
+    assert lines[1].split()[0] == "strict" and lines[1].endswith(
+        "(QEMU's broadcast TLB maintenance)")
+    assert lines[2].split()[0] == "relaxed" and \
+        lines[2].endswith("of strict, per round")
+
+
+def test_build_series_rejects_unknown_arguments():
+    proc = run([REPO / "bin" / "build-series", "--bogus"])
+    assert proc.returncode == 2
+    assert "Usage: bin/build-series" in proc.stderr

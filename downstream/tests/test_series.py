@@ -44,7 +44,8 @@ def test_git_am_onto_the_tarball_gives_build_src(tmp_path):
 
 
 def test_no_qemu_file_outside_the_series():
-    ours = set(git(REPO, "ls-files").split("\n")) - {""}
+    ours = set(git(REPO, "ls-files", "--cached", "--others",
+                   "--exclude-standard").split("\n")) - {""}
     assert {path.split("/")[0] for path in ours} <= TOOLING
     upstream = set(git(SRC, "ls-tree", "--name-only", "upstream").split())
     # Our Makefile and .gitignore are this repository's, not QEMU's.

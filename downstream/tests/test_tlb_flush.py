@@ -38,9 +38,9 @@ def test_icount_falls_back_to_strict(qemu, guest, mode, tmp_path):
         f"shift=0,rr=record,rrfile={tmp_path / 'replay.bin'}"
     g = guest(qemu, "-accel", "tcg,tlb-flush=relaxed", "-icount", icount)
     assert "TLB flush mode      strict" in g.hmp("info jit")
-    g.proc.kill()
+    g.shutdown()
     assert "tlb-flush=relaxed is not supported with icount or " \
-        "record/replay; using tlb-flush=strict" in g.proc.communicate()[1]
+        "record/replay; using tlb-flush=strict" in g.get_log()
 
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])

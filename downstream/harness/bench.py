@@ -1,0 +1,411 @@
+"""bin/bench: run each binary under each configuration, interleaved round by round,
+and record what every run measured; bin/bench-report then summarises.
+
+Workloads:
+  debian  boot build/image (make image) to power-off with snapshot=on
+  boot    boot Debian's kernel with an initramfs whose init powers off
+  tlb     the in-guest TLB micro-benchmarks, downstream/guest/tlb-bench.c
+
+Every round runs each (binary, configuration) pair once, in the same order,
+so that drift of the host hits all pairs alike (A B A B ...).  Before the
+first round every pair is started paused once: a configuration that no
+binary accepts is an error, one that only some binaries accept (for
+example -accel tcg,tlb-flush=relaxed on the baseline) runs on those.
+
+Per run: wall time to the guest's power-off (QMP SHUTDOWN; QEMU runs with
+-no-shutdown), the times console lines mark the kernel's start, userspace,
+"booted" and power-down, then x-query-jit (code size, TB flushes, TLB
+flush counters, region layout) and the code buffer's Rss and AnonHugePages
+from /proc/PID/smaps.  Writes results.json and results.csv to --out.
+"""
+
+import argparse
+import datetime
+import csv
+import itertools
+import json
+import os
+import pathlib
+import platform
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+from qemu.machine.machine import QEMUMachineError
+
+from . import BUILD, report, smaps
+from .machine import VIRT, Guest
+
+MACHINE = [*VIRT, "-m", "1G"]
+
+WORKLOADS = {
+    "debian": {
+        "folder": BUILD / "image", "make": "make image",
+        "files": {"-kernel": "vmlinuz", "-initrd": "initrd.img"},
+        "drive": "rootfs.ext4",
+        "append": "root=/dev/vda console=ttyAMA0 panic=-1",
+        "configs": [
+            "smp1-tb1024=-smp 1 -accel tcg,tb-size=1024",
+            "smp4-tb64=-smp 4 -accel tcg,tb-size=64",
+            "smp4-tb256=-smp 4 -accel tcg,tb-size=256",
+            "smp4-tb1024=-smp 4 -accel tcg,tb-size=1024",
+            "smp4-tb1024-nohuge=-smp 4 -accel tcg,tb-size=1024,tb-huge-pages=off",
+            "smp4-tb1024-relaxed=-smp 4 -accel tcg,tb-size=1024,tlb-flush=relaxed",
+        ],
+        "pairs": ["smp4-tb1024-nohuge=smp4-tb1024",
+                  "smp4-tb1024-relaxed=smp4-tb1024"],
+    },
+    "boot": {
+        "folder": BUILD / "guest", "make": "bin/guest-kernel",
+        "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
+        "append": "console=ttyAMA0 panic=-1",
+        "configs": [
+            "smp1-tb1024=-smp 1 -accel tcg,tb-size=1024",
+            "smp4-tb64=-smp 4 -accel tcg,tb-size=64",
+            "smp4-tb64-nohuge=-smp 4 -accel tcg,tb-size=64,tb-huge-pages=off",
+        ],
+        "pairs": ["smp4-tb64-nohuge=smp4-tb64"],
+    },
+    "tlb": {
+        "folder": BUILD / "guest", "make": "bin/guest-kernel",
+        "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
+        "append": "console=ttyAMA0 panic=-1 quiet rdinit=/tlb-bench",
+        "configs": [
+            "smp1=-smp 1",
+            "smp1-relaxed=-smp 1 -accel tcg,tlb-flush=relaxed",
+            "smp2=-smp 2",
+            "smp2-relaxed=-smp 2 -accel tcg,tlb-flush=relaxed",
+            "smp4=-smp 4",
+            "smp4-relaxed=-smp 4 -accel tcg,tlb-flush=relaxed",
+        ],
+        "pairs": ["smp1-relaxed=smp1", "smp2-relaxed=smp2",
+                  "smp4-relaxed=smp4"],
+        "results": ("mprotect", "munmap", "fork"),
+    },
+}
+
+# Console lines that mark the phases of a boot, by the time they arrive.
+PHASE_MARKS = {
+    "kernel_s": re.compile(r"Booting Linux on physical CPU"),
+    "userspace_s": re.compile(r"Run \S+ as init process"),
+    "booted_s": re.compile(r"^booted\r?$"),
+    "powerdown_s": re.compile(r"reboot: Power down"),
+}
+
+# x-query-jit lines recorded per run: column -> pattern with one number.
+JIT_FIELDS = {
+    "code_bytes": r"^gen code size\s+(\d+)/",
+    "code_capacity": r"^gen code size\s+\d+/(\d+)",
+    "tb_count": r"^TB count\s+(\d+)",
+    "tb_flushes": r"^TB flush count\s+(\d+)",
+    "tlb_full_flushes": r"^TLB full flushes\s+(\d+)",
+    "tlb_partial_flushes": r"^TLB partial flushes\s+(\d+)",
+    "tlb_elided_flushes": r"^TLB elided flushes\s+(\d+)",
+    "tlb_relaxed_flushes": r"^TLB relaxed flushes\s+(\d+)",
+    "tlb_barrier_waits": r"^TLB barrier waits\s+(\d+)",
+    "tlb_barrier_wait_us": r"^TLB barrier waits\s+\d+ \((\d+) us",
+    "regions": r"^code regions\s+(\d+) x",
+    "region_kib": r"^code regions\s+\d+ x (\d+) KiB",
+}
+
+# /proc/vmstat counters recorded per run (system-wide: keep the host idle).
+VMSTAT_COUNTERS = ("pgfault", "thp_fault_alloc")
+
+
+def vmstat():
+    values = dict(line.split() for line in
+                  pathlib.Path("/proc/vmstat").read_text().splitlines())
+    return {k: int(values.get(k, 0)) for k in VMSTAT_COUNTERS}
+
+
+def jit_fields(text):
+    fields = {}
+    for column, pattern in JIT_FIELDS.items():
+        m = re.search(pattern, text, re.M)
+        if m:
+            fields[column] = int(m.group(1))
+    return fields
+
+
+def start(binary, args, workdir):
+    """Launch binary on MACHINE plus args, or raise RuntimeError with
+    QEMU's complaint."""
+    guest = Guest(binary, [*MACHINE, *args], log_dir=str(workdir))
+    guest.add_monitor_null()
+    try:
+        guest.launch()
+    except QEMUMachineError as e:
+        output = getattr(e, "output", None) or guest.get_log() or str(e)
+        raise RuntimeError(output.strip()) from e
+    return guest
+
+
+def measure(guest):
+    """x-query-jit and smaps fields of a running guest."""
+    fields = jit_fields(guest.jit())
+    fields.update(smaps.code_buffer(guest.mappings()))
+    return fields
+
+
+def probe(binary, args):
+    """Start paused; return (x-query-jit and smaps fields, None) or
+    (None, QEMU's complaint)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            guest = start(binary, ["-S", *args], pathlib.Path(tmp))
+        except RuntimeError as e:
+            return None, str(e)
+        fields = measure(guest)
+        guest.shutdown()
+        return fields, None
+
+
+def run_once(binary, args, workload, timeout):
+    """Boot to power-off once; return the run's columns."""
+    counters = vmstat()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryDirectory() as tmp:
+        guest = start(binary, ["-no-shutdown", *args], pathlib.Path(tmp))
+        wall, reason = guest.wait_shutdown(timeout)
+        fields = measure(guest) if wall is not None else {}
+        guest.shutdown()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    console = guest.console()
+    if reason != "guest-shutdown" or not re.search(r"^booted\r?$", console, re.M):
+        sys.exit(f"bench: the guest did not boot and power off ({reason}):\n"
+                 f"{shlex.join([str(binary), *map(str, args)])}\n"
+                 f"{console[-3000:]}")
+    row = {"wall_s": round(wall, 3)}
+    for column, pattern in PHASE_MARKS.items():
+        row[column] = next((round(t, 3) for t, line in guest.lines
+                            if pattern.search(line)), None)
+    down = re.search(r"^\[\s*([\d.]+)\] reboot: Power down", console, re.M)
+    row["guest_poweroff_s"] = float(down.group(1)) if down else None
+    row["user_s"] = round(after.ru_utime - usage.ru_utime, 3)
+    row["sys_s"] = round(after.ru_stime - usage.ru_stime, 3)
+    row.update({k: v - counters[k] for k, v in vmstat().items()})
+    row.update(fields)
+    for op in workload.get("results", ()):
+        m = re.search(rf"^RESULT {op} \d+ (\d+)", console, re.M)
+        if not m:
+            sys.exit(f"bench: the guest reported no {op} result; rebuild "
+                     "the initramfs with bin/guest-kernel")
+        row[f"{op}_ns"] = int(m.group(1))
+    return row
+
+
+def workload_args(workload, folder, who):
+    """QEMU arguments that boot workload from folder; exit naming the
+    command that makes a missing file."""
+    files = {option: folder / name for option, name in workload["files"].items()}
+    if "drive" in workload:
+        files["-drive"] = folder / workload["drive"]
+    for f in files.values():
+        if not f.is_file():
+            sys.exit(f"{who}: no {f}; run {workload['make']}")
+    args = []
+    for option, path in files.items():
+        if option == "-drive":
+            path = f"file={path},format=raw,if=virtio,snapshot=on"
+        args += [option, path]
+    return [*args, "-no-reboot", "-append", workload["append"]]
+
+
+def parse_pairs(items, what):
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            sys.exit(f"bench: {what} '{item}' is not NAME=VALUE")
+        pairs.append((name, value))
+    return pairs
+
+
+def binary_source(path):
+    """The source tree commit a meson-built binary came from, with
+    "-dirty" if the tree had uncommitted changes, or None if unknown."""
+    info = pathlib.Path(path).resolve().parent / "meson-info" / "meson-info.json"
+    try:
+        source = json.loads(info.read_text())["directories"]["source"]
+    except (OSError, ValueError, KeyError):
+        return None
+    proc = subprocess.run(["git", "-C", source, "describe", "--always",
+                           "--abbrev=40", "--dirty", "--match", "NONE"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
+def reference_pairs(given, configs, ref_configs):
+    """Map each configuration to the reference binary's configuration it
+    is compared with: the one given (NAME, REF pairs), else its namesake."""
+    pairs = {}
+    for name, ref_config in given:
+        if name not in configs:
+            sys.exit(f"bench: --pair {name}={ref_config} names no configuration")
+        if name in pairs:
+            sys.exit(f"bench: configuration {name} is paired twice")
+        pairs[name] = ref_config
+    for name in configs:
+        ref_config = pairs.setdefault(name, name)
+        if ref_config not in ref_configs:
+            sys.exit(f"bench: configuration {name} has no reference run: "
+                     f"the reference binary does not run {ref_config}; "
+                     f"give --pair {name}=CONFIG")
+    return pairs
+
+
+def machine():
+    cpu = "unknown"
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    thp = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    meminfo = pathlib.Path("/proc/meminfo").read_text().split()
+    return {"cpu": cpu, "cpus": os.cpu_count(),
+            "memory_gib": round(int(meminfo[1]) / 2 ** 20, 1),
+            "kernel": f"Linux {platform.release()}",
+            "thp": thp.read_text().strip() if thp.exists() else "absent",
+            "python": platform.python_version()}
+
+
+def layout_grid(binaries, smps, tb_sizes):
+    """The code buffer layout of each binary at each -smp and tb-size."""
+    grid = []
+    for (bname, path), smp, tb in itertools.product(binaries, smps, tb_sizes):
+        fields, error = probe(path, ["-smp", str(smp),
+                                     "-accel", f"tcg,tb-size={tb}"])
+        grid.append({"binary": bname, "smp": smp, "tb_size_mib": tb,
+                     "error": error, **(fields or {})})
+    return grid
+
+
+def int_list(text):
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a list of integers")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="bin/bench", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", "--runs", type=int, default=7,
+                        help="rounds (default: %(default)s)")
+    parser.add_argument("--workload", choices=WORKLOADS, default="debian",
+                        help="what each run boots (default: %(default)s)")
+    parser.add_argument("--binary", action="append", metavar="NAME=PATH",
+                        help="a qemu-system-aarch64 to run; the first is the "
+                        "reference (default: baseline and qemu from build/)")
+    parser.add_argument("--config", action="append", metavar="NAME[@BIN]=ARGS",
+                        help="a configuration: QEMU arguments, run on binary "
+                        "BIN only if given (default: the workload's set)")
+    parser.add_argument("--pair", action="append", metavar="NAME=REF",
+                        help="compare configuration NAME with the reference "
+                        "binary's run of configuration REF (default: the "
+                        "workload's pairs, unless --config is given; else "
+                        "NAME with its namesake, which the reference must "
+                        "run)")
+    parser.add_argument("--guest", type=pathlib.Path,
+                        help="folder with the workload's kernel, initrd and "
+                        "image (default: build/image, or build/guest for "
+                        "boot and tlb)")
+    parser.add_argument("--layout-smp", type=int_list, default=[1, 2, 4, 8, 16, 32, 64],
+                        metavar="N,...", help="-smp values of the region "
+                        "layout grid (default: 1,2,4,8,16,32,64)")
+    parser.add_argument("--layout-tb-size", type=int_list, default=[16, 64, 256, 1024],
+                        metavar="MIB,...", help="tb-size values of the grid "
+                        "(default: 16,64,256,1024)")
+    parser.add_argument("--out", type=pathlib.Path,
+                        help="folder for the results (default: "
+                        "build/bench/TIMESTAMP)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds one run may take (default: %(default)s)")
+    args = parser.parse_args()
+
+    workload = WORKLOADS[args.workload]
+    binaries = parse_pairs(args.binary or [
+        f"baseline={BUILD / 'baseline' / 'qemu-system-aarch64'}",
+        f"qemu={BUILD / 'qemu' / 'qemu-system-aarch64'}"], "binary")
+    configs = parse_pairs(args.config or workload["configs"], "config")
+    given_pairs = parse_pairs(args.pair or
+                              ([] if args.config else workload.get("pairs", [])),
+                              "pair")
+    if args.runs < 2:
+        sys.exit("bench: --runs must be at least 2 for a confidence interval")
+    for name, path in binaries:
+        if not os.access(path, os.X_OK):
+            sys.exit(f"bench: binary {name}={path} is not an executable")
+    guest = args.guest or workload["folder"]
+    guest_args = workload_args(workload, guest, "bench")
+
+    plan = []
+    for cname, cargs in configs:
+        cname, _, only = cname.partition("@")
+        if only and only not in dict(binaries):
+            sys.exit(f"bench: configuration {cname} names unknown binary {only}")
+        accepted = []
+        for bname, path in binaries:
+            if only and bname != only:
+                continue
+            _, error = probe(path, shlex.split(cargs))
+            if error is None:
+                accepted.append(bname)
+                plan.append((bname, path, cname, shlex.split(cargs)))
+            else:
+                print(f"bench: {bname} does not run {cname}: {error}",
+                      file=sys.stderr)
+        if not accepted:
+            sys.exit(f"bench: no binary accepts configuration {cname}")
+    ref_configs = {c for b, _, c, _ in plan if b == binaries[0][0]}
+    ref_pairs = reference_pairs(given_pairs,
+                                [c.partition("@")[0] for c, _ in configs],
+                                ref_configs)
+
+    out = args.out or BUILD / "bench" / \
+        datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    total = args.runs * len(plan)
+    began = time.monotonic()
+    for rnd in range(1, args.runs + 1):
+        for bname, path, cname, cargs in plan:
+            row = run_once(path, [*cargs, *guest_args], workload, args.timeout)
+            rows.append({"round": rnd, "binary": bname, "config": cname, **row})
+            eta = (time.monotonic() - began) / len(rows) * (total - len(rows))
+            print(f"[{len(rows)}/{total}] round {rnd} {bname:10} {cname:22} "
+                  f"wall {row['wall_s']:7.2f} s  ETA {eta / 60:5.1f} min",
+                  flush=True)
+
+    print("bench: probing the region layout grid", flush=True)
+    results = {
+        "workload": args.workload,
+        "command": shlex.join(sys.argv),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "guest": str(guest),
+        "qemu_args": shlex.join([*MACHINE, *map(str, guest_args)]),
+        "binaries": dict(binaries),
+        "binary_sources": {n: binary_source(p) for n, p in binaries},
+        "pairs": ref_pairs,
+        "configs": {c.partition("@")[0]: a for c, a in configs},
+        "metrics": ["wall_s"] + [f"{op}_ns" for op in workload.get("results", ())],
+        "runs": rows,
+        "layout": layout_grid(binaries, args.layout_smp, args.layout_tb_size),
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    report.write(out)
+
+
+if __name__ == "__main__":
+    main()

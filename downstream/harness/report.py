@@ -1,0 +1,264 @@
+"""bin/bench-report: summarise a bin/bench results folder: summary.md with mean and 95%
+confidence interval (Student t) of every metric and each pair's ratio to the
+reference binary, a bar chart per metric, and regions.png, the code buffer's
+region layout over -smp x tb-size.
+
+A ratio is the mean of the per-round ratios of a pair to the reference
+binary's run of the configuration results.json pairs it with ("pairs",
+from bin/bench --pair) in the same round, with their 95% confidence
+interval.  A configuration without a pair is an error.
+"""
+
+import argparse
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+from . import stats
+from .stats import mean_ci
+
+# Per-run columns averaged in the detail table: column -> heading.
+DETAILS = {
+    "kernel_s": "kernel starts (s)",
+    "userspace_s": "userspace (s)",
+    "booted_s": "booted (s)",
+    "user_s": "user CPU (s)",
+    "sys_s": "sys CPU (s)",
+    "code_mib": "code (MiB)",
+    "tb_flushes": "TB flushes",
+    "tlb_full_flushes": "TLB full flushes",
+    "tlb_partial_flushes": "TLB partial flushes",
+    "tlb_barrier_waits": "DSB waits",
+    "buffer_rss_mib": "buffer RSS (MiB)",
+    "huge_share": "on huge pages (%)",
+}
+
+
+def by_round(runs, binary, config, metric):
+    return {r["round"]: r[metric] for r in runs
+            if r["binary"] == binary and r["config"] == config
+            and r.get(metric) is not None}
+
+
+class ReportError(Exception):
+    pass
+
+
+def reference_config(results, config):
+    """The reference's configuration that config is compared with."""
+    if "pairs" not in results:
+        raise ReportError("results.json has no 'pairs' of configurations "
+                          "with the reference's; rerun bin/bench")
+    try:
+        return results["pairs"][config]
+    except KeyError:
+        raise ReportError(f"results.json pairs configuration {config} "
+                          "with no reference configuration") from None
+
+
+def ratio_ci(results, runs, binary, config, metric):
+    """Mean ± CI of the per-round ratios of (binary, config) to the
+    reference's run of its paired configuration, or None for the
+    reference's own run."""
+    ref = next(iter(results["binaries"]))
+    ref_config = reference_config(results, config)
+    if (binary, config) == (ref, ref_config):
+        return None
+    return stats.ratio_ci(by_round(runs, binary, config, metric),
+                          by_round(runs, ref, ref_config, metric))
+
+
+def derived(run):
+    """Columns computed from a run's raw columns."""
+    run = dict(run)
+    if run.get("code_bytes") is not None:
+        run["code_mib"] = run["code_bytes"] / 2 ** 20
+    if run.get("buffer_rss_kib"):
+        run["buffer_rss_mib"] = run["buffer_rss_kib"] / 1024
+        run["huge_share"] = 100 * run["buffer_anon_huge_kib"] / run["buffer_rss_kib"]
+    return run
+
+
+def fmt(value, digits):
+    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def summary(results, charts):
+    runs = [derived(r) for r in results["runs"]]
+    binaries = list(results["binaries"])
+    ref = binaries[0]
+    pairs = list(dict.fromkeys((r["config"], r["binary"]) for r in runs))
+    sources = results.get("binary_sources", {})
+    for config, _ in pairs:
+        reference_config(results, config)
+    rounds = max(r["round"] for r in runs)
+    m = results["machine"]
+    lines = [
+        f"# {results['workload']}: {rounds} interleaved rounds",
+        "",
+        f"- command: `{results['command']}` ({results['date']})",
+        f"- machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gib']} GiB, "
+        f"{m['kernel']}, THP {m['thp']}",
+        f"- guest: {results['guest']}; every run adds `{results['qemu_args']}`",
+        "- binaries: " + ", ".join(
+            f"{n}=`{p}` ({sources.get(n) or 'source unknown'})"
+            for n, p in results["binaries"].items()),
+        "- compared with the reference's: " + ", ".join(
+            f"{c} with {r}" for c, r in results["pairs"].items()),
+        "- configurations: " + ", ".join(f"{n}=`{a}`" for n, a in
+                                         results["configs"].items()),
+    ]
+    for metric in results["metrics"]:
+        digits = 3 if metric.endswith("_s") else 0
+        lines += ["", f"## {metric}", "",
+                  f"![{metric}]({charts[metric].name})", "",
+                  f"| configuration | binary | {metric}, mean ± 95% CI "
+                  f"| ratio to {ref}, mean ± 95% CI |",
+                  "|---|---|---|---|"]
+        for config, binary in pairs:
+            mean, ci = mean_ci(list(by_round(runs, binary, config,
+                                             metric).values()))
+            ratio = ratio_ci(results, runs, binary, config, metric)
+            lines.append(f"| {config} | {binary} | {fmt(mean, digits)} ± "
+                         f"{fmt(ci, digits)} | " +
+                         (f"{ratio[0]:.3f} ± {ratio[1]:.3f}" if ratio else "—")
+                         + " |")
+    lines += ["", "## CPU time, ratio to " + ref, "",
+              "QEMU's user and system CPU time per run, as per-round ratios "
+              "(mean ± 95% CI) like the wall time's.", "",
+              "| configuration | binary | user CPU | system CPU |",
+              "|---|---|---|---|"]
+    for config, binary in pairs:
+        cells = [ratio_ci(results, runs, binary, config, c)
+                 for c in ("user_s", "sys_s")]
+        if any(cells):
+            lines.append(f"| {config} | {binary} | " + " | ".join(
+                f"{r[0]:.3f} ± {r[1]:.3f}" if r else "—" for r in cells) + " |")
+    columns = [c for c in DETAILS if any(r.get(c) is not None for r in runs)]
+    lines += ["", "## Per run, mean", "",
+              "Phases are the times, from QEMU's start, at which the console "
+              "printed the kernel's first line, `Run ... as init process` and "
+              "`booted`. TLB counters are QEMU's, summed over vCPUs; the "
+              "buffer's RSS and its share on huge pages are read from "
+              "/proc/PID/smaps at power-off.", "",
+              "| configuration | binary | " + " | ".join(DETAILS[c] for c in columns) + " |",
+              "|---|---|" + "---|" * len(columns)]
+    for config, binary in pairs:
+        cells = []
+        for c in columns:
+            values = [r[c] for r in runs if r["config"] == config and
+                      r["binary"] == binary and r.get(c) is not None]
+            digits = 1 if c.endswith(("_s", "_mib", "_share")) else 0
+            cells.append(fmt(statistics.fmean(values), digits)
+                         if values else "—")
+        lines.append(f"| {config} | {binary} | " + " | ".join(cells) + " |")
+    if "regions" in charts:
+        lines += ["", "## Region layout", "",
+                  "The code buffer's regions over -smp and tb-size, from each "
+                  "binary started paused: the usable bytes of a region (from "
+                  "x-query-jit, or the size of one executable mapping where "
+                  "guard pages split the buffer). Green cells hold whole 2 MiB "
+                  "huge pages.", "", f"![regions]({charts['regions'].name})"]
+    return "\n".join(lines) + "\n"
+
+
+def bar_chart(results, metric, path):
+    import matplotlib.pyplot as plt
+
+    runs = results["runs"]
+    configs = list(dict.fromkeys(r["config"] for r in runs))
+    binaries = list(results["binaries"])
+    width = 0.8 / len(binaries)
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(configs)), 4))
+    for i, binary in enumerate(binaries):
+        xs, means, cis = [], [], []
+        for j, config in enumerate(configs):
+            samples = list(by_round(runs, binary, config, metric).values())
+            if samples:
+                mean, ci = mean_ci(samples)
+                xs.append(j + (i - (len(binaries) - 1) / 2) * width)
+                means.append(mean)
+                cis.append(ci)
+        ax.bar(xs, means, width, yerr=cis, capsize=3, label=binary)
+    ax.set_xticks(range(len(configs)), configs, rotation=20, ha="right")
+    ax.set_ylabel(f"{metric}, mean ± 95% CI")
+    ax.set_title(f"{results['workload']}: {metric}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def region_heatmap(layout, path):
+    import matplotlib.pyplot as plt
+
+    binaries = list(dict.fromkeys(cell["binary"] for cell in layout))
+    smps = sorted({cell["smp"] for cell in layout})
+    tbs = sorted({cell["tb_size_mib"] for cell in layout})
+    fig, axes = plt.subplots(1, len(binaries), squeeze=False,
+                             figsize=(1 + 0.9 * len(smps) * len(binaries),
+                                      1.5 + 0.5 * len(tbs)))
+    for ax, binary in zip(axes[0], binaries):
+        grid = [[math.nan] * len(smps) for _ in tbs]
+        for cell in layout:
+            if cell["binary"] != binary or cell.get("error"):
+                continue
+            usable = cell.get("region_kib") or cell.get("buffer_mapping_kib")
+            count = cell.get("regions") or cell.get("buffer_mappings")
+            i, j = tbs.index(cell["tb_size_mib"]), smps.index(cell["smp"])
+            grid[i][j] = 1.0 if usable % 2048 == 0 else 0.0
+            label = f"{count}×\n{usable // 1024} MiB" if usable % 1024 == 0 \
+                else f"{count}×\n{usable} KiB"
+            ax.text(j, i, label, ha="center", va="center", fontsize=7)
+        ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(smps)), smps)
+        ax.set_yticks(range(len(tbs)), tbs)
+        ax.set_xlabel("-smp")
+        ax.set_ylabel("tb-size (MiB)")
+        ax.set_title(f"{binary}: regions × usable size")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write(folder):
+    """Write summary.md and the charts of folder/results.json; print the
+    summary."""
+    source = folder / "results.json"
+    try:
+        results = json.loads(source.read_text())
+    except (OSError, ValueError) as e:
+        sys.exit(f"bench-report: cannot read {source}: {e}")
+    import matplotlib
+    matplotlib.use("Agg")
+
+    charts = {metric: folder / f"{metric}.png"
+              for metric in results["metrics"]}
+    if results.get("layout"):
+        charts["regions"] = folder / "regions.png"
+    try:
+        text = summary(results, charts)
+    except ReportError as e:
+        sys.exit(f"bench-report: {e}")
+    for metric in results["metrics"]:
+        bar_chart(results, metric, charts[metric])
+    if results.get("layout"):
+        region_heatmap(results["layout"], charts["regions"])
+    (folder / "summary.md").write_text(text)
+    print(text)
+    print(f"bench-report: summary.md and charts in {folder}")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="bin/bench-report", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=pathlib.Path,
+                        help="a bin/bench output folder with results.json")
+    write(parser.parse_args().folder)
+
+
+if __name__ == "__main__":
+    main()
