@@ -1,5 +1,6 @@
-"""bin/bench: run each binary under each configuration, interleaved round by round,
-and record what every run measured; bin/bench-report then summarises.
+"""bin/bench: run each binary under each configuration, interleaved round
+by round, and record what every run measured; bin/bench-report then
+summarises.
 
 Workloads:
   debian  boot build/image (make image) to power-off with snapshot=on
@@ -11,6 +12,9 @@ so that drift of the host hits all pairs alike (A B A B ...).  Before the
 first round every pair is started paused once: a configuration that no
 binary accepts is an error, one that only some binaries accept (for
 example -accel tcg,tlb-flush=relaxed on the baseline) runs on those.
+Each configuration is compared with the reference binary's run of its
+namesake or of the configuration --pair names; without either, bench
+refuses to start.
 
 Per run: wall time to the guest's power-off (QMP SHUTDOWN; QEMU runs with
 -no-shutdown), the times console lines mark the kernel's start, userspace,
@@ -20,8 +24,8 @@ from /proc/PID/smaps.  Writes results.json and results.csv to --out.
 """
 
 import argparse
-import datetime
 import csv
+import datetime
 import itertools
 import json
 import os

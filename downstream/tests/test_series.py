@@ -3,8 +3,6 @@ the pinned tarball gives exactly the tree we build, build/src, and no QEMU
 file of ours lives outside it. The docs, our pages included, build
 without a warning."""
 
-import subprocess
-
 from conftest import BUILD, REPO, run
 
 SRC = BUILD / "src"
