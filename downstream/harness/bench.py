@@ -46,6 +46,13 @@ from .machine import VIRT, Guest
 
 MACHINE = [*VIRT, "-m", "1G"]
 
+# Debian's kernel and the initramfs of bin/guest-kernel, whose /init powers
+# off and which also holds /tlb-bench and /tlb-stress.
+GUEST_KERNEL = {
+    "folder": BUILD / "guest", "make": "bin/guest-kernel",
+    "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
+}
+
 WORKLOADS = {
     "debian": {
         "folder": BUILD / "image", "make": "make image",
@@ -64,8 +71,7 @@ WORKLOADS = {
                   "smp4-tb1024-relaxed=smp4-tb1024"],
     },
     "boot": {
-        "folder": BUILD / "guest", "make": "bin/guest-kernel",
-        "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
+        **GUEST_KERNEL,
         "append": "console=ttyAMA0 panic=-1",
         "configs": [
             "smp1-tb1024=-smp 1 -accel tcg,tb-size=1024",
@@ -75,8 +81,7 @@ WORKLOADS = {
         "pairs": ["smp4-tb64-nohuge=smp4-tb64"],
     },
     "tlb": {
-        "folder": BUILD / "guest", "make": "bin/guest-kernel",
-        "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
+        **GUEST_KERNEL,
         "append": "console=ttyAMA0 panic=-1 quiet rdinit=/tlb-bench",
         "configs": [
             "smp1=-smp 1",
