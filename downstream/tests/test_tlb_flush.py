@@ -1,9 +1,9 @@
-"""Relaxed broadcast TLB maintenance, "-accel tcg,tlb-flush=relaxed"
-(patches 'accel/tcg: add -accel tcg,tlb-flush=relaxed' and 'target/arm:
-complete relaxed broadcast TLB maintenance at DSB').  The bare-metal
-multi-vCPU checks are tests/tcg's run-tlb-broadcast-* cases (test_tcg);
-these cover the option, "info jit", a negative control of those checks
-and Linux guests doing real munmap/mprotect/fork work."""
+"""Relaxed broadcast TLB maintenance, "-accel tcg,tlb-flush=relaxed", the
+default for Arm guests.  The bare-metal multi-vCPU checks are tests/tcg's
+run-tlb-broadcast-* cases (test_tcg); these cover the option and its
+default, "info jit", the negative controls of those checks (no TLBI; a
+barrier that does not wait; a final DSB NSH) and Linux guests doing real
+munmap/mprotect/fork work."""
 
 import re
 
@@ -30,6 +30,46 @@ def test_unknown_mode_is_an_error(qemu, spin):
 
 def test_help_lists_the_option(qemu):
     assert "tlb-flush=strict|relaxed" in run([qemu, "-help"]).stdout
+
+
+def test_default_is_relaxed_for_arm(qemu, guest):
+    assert "TLB flush mode      relaxed" in guest(qemu, "-smp", "2") \
+        .hmp("info jit")
+
+
+def monitor_session(qemu, *args, commands="info jit\nquit\n"):
+    return run([qemu, "-display", "none", "-S", "-monitor", "stdio", *args],
+               input=commands, timeout=60)
+
+
+def test_m_profile_board_starts_strict(qemu):
+    """Cortex-M CPUs cannot do relaxed maintenance: by default such a board
+    still starts, in strict mode; an explicit request is refused."""
+    proc = monitor_session(qemu, "-M", "mps2-an385")
+    assert proc.returncode == 0, proc.stderr
+    assert "TLB flush mode      strict" in proc.stdout
+    proc = monitor_session(qemu, "-M", "mps2-an385",
+                           "-accel", "tcg,tlb-flush=relaxed")
+    assert proc.returncode != 0
+    assert "tlb-flush=relaxed is not supported by CPU type cortex-m3" \
+        in proc.stderr
+
+
+def test_broken_barrier_needs_relaxed_mode(qemu, spin):
+    proc = run(qemu_args(qemu, "-accel", "tcg,tlb-flush=strict,x-tlb-barrier=off",
+                         "-kernel", spin), timeout=60)
+    assert proc.returncode != 0
+    assert "x-tlb-barrier=off needs tlb-flush=relaxed" in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["icount", "rr=record"])
+def test_icount_defaults_to_strict(qemu, guest, mode, tmp_path):
+    icount = "shift=0" if mode == "icount" else \
+        f"shift=0,rr=record,rrfile={tmp_path / 'replay.bin'}"
+    g = guest(qemu, "-icount", icount)
+    assert "TLB flush mode      strict" in g.hmp("info jit")
+    g.shutdown()
+    assert "tlb-flush" not in g.get_log()
 
 
 @pytest.mark.parametrize("mode", ["icount", "rr=record"])
@@ -67,7 +107,7 @@ def broadcast_test(tmp_path, *cflags):
 
 
 def run_broadcast(qemu, kernel, smp, mode):
-    return run(qemu_args(qemu, "-smp", str(smp),
+    return run(qemu_args(qemu, "-M", "virt,gic-version=3", "-smp", str(smp),
                          "-accel", f"tcg,tlb-flush={mode}",
                          "-semihosting-config",
                          "enable=on,target=native,chardev=output",
@@ -75,12 +115,56 @@ def run_broadcast(qemu, kernel, smp, mode):
                timeout=300)
 
 
+def results(stdout):
+    """{test name: "PASS" or "FAIL"} from tlb-broadcast's output."""
+    return {m[2]: m[1] for m in
+            re.finditer(r"^(PASS|FAIL): (.+?) \(", stdout, re.M)}
+
+
+def probe_tests(outcome):
+    """The tests whose probes race the issuer's DSB: all but code, WFI and
+    the issuer's own check, which no missing wait can break."""
+    return {name: res for name, res in outcome.items()
+            if name.startswith(("loads:", "stores:")) and "WFI" not in name}
+
+
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode):
     """Negative control: without its TLBIs, tlb-broadcast must fail."""
     proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI"), 2, mode)
     assert proc.returncode != 0, proc.stdout
-    assert "FAIL: one page, VAE1IS" in proc.stdout
+    assert results(proc.stdout)["loads: one page, VAE1IS"] == "FAIL"
+
+
+def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path):
+    """Negative control: with x-tlb-barrier=off every test whose probe
+    races the DSB fails, every run; strict mode with the same binary passes
+    (run-tlb-broadcast-smp2-strict)."""
+    proc = run_broadcast(qemu, broadcast_test(tmp_path), 2,
+                         "relaxed,x-tlb-barrier=off")
+    outcome = probe_tests(results(proc.stdout))
+    assert len(outcome) == 8, proc.stdout
+    assert set(outcome.values()) == {"FAIL"}, proc.stdout
+    assert proc.returncode != 0
+
+
+@pytest.mark.parametrize("mode", ["strict", "relaxed"])
+def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode):
+    """A DSB NSH does not complete broadcast maintenance: built with one in
+    place of the final DSB ISH, tlb-broadcast must fail in relaxed mode,
+    in every racing test, and pass in strict mode, which completes each
+    TLBI at once.  So the tests see a missing wait, not a missing TLBI."""
+    proc = run_broadcast(qemu, broadcast_test(tmp_path,
+                                              '-DFINAL_DSB="dsb nsh"'),
+                         2, mode)
+    assert "final dsb nsh" in proc.stdout
+    outcome = probe_tests(results(proc.stdout))
+    assert len(outcome) == 8, proc.stdout
+    if mode == "strict":
+        assert proc.returncode == 0, proc.stdout
+    else:
+        assert set(outcome.values()) == {"FAIL"}, proc.stdout
+        assert proc.returncode != 0
 
 
 def linux(qemu, smp, mode, init_args, timeout=300):
