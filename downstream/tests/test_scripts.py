@@ -1,5 +1,6 @@
 """Bad input to the bin/ scripts gives a clear error and changes nothing."""
 
+import re
 import shutil
 import textwrap
 
@@ -134,3 +135,27 @@ def test_build_series_rejects_unknown_arguments():
     proc = run([REPO / "bin" / "build-series", "--bogus"])
     assert proc.returncode == 2
     assert "Usage: bin/build-series" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--smp", "1"], "--smp must be at least 2"),
+    (["--reps", "0"], "--reps at least 1"),
+    (["--kernel", "/nonexistent"], "no /nonexistent"),
+    (["--cflags=-DITERATIONS=("], "building tlb-broadcast failed"),
+])
+def test_tlb_scale_refuses_bad_input(args, message):
+    proc = run([REPO / "bin" / "tlb-scale", *args])
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_tlb_scale_counts_a_negative_control(qemu):
+    """One run with a barrier that does not wait: every racing case must
+    fail, which --expect-fail turns into success."""
+    proc = run([REPO / "bin" / "tlb-scale", "--qemu", qemu, "--smp", "2",
+                "--reps", "1", "--mode", "relaxed,x-tlb-barrier=off",
+                "--expect-fail", "--cflags=-DITERATIONS=50"], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^  stores: made read-only, VALE1IS +0 pass +1 fail",
+                     proc.stdout, re.M), proc.stdout
+    assert proc.stdout.endswith("tlb-scale: ok\n")

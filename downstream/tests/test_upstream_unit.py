@@ -1,5 +1,6 @@
 """Unit tests run through meson: ours (the TCG region layout, the coalescing
-of queued TLB flushes) and upstream's
+of queued TLB flushes, the torture test of relaxed TLB maintenance) and
+upstream's
 of the code that this downstream changes: TB hash table (qht), RCU lists,
 bitmaps and interval trees used by TCG, and the option parsers behind
 -accel and -tb-size."""
@@ -11,7 +12,7 @@ import pytest
 from conftest import BUILD, QEMU_BUILD, run
 
 UNIT_TESTS = [
-    "test-tcg-region-layout", "test-tlb-pending",
+    "test-tcg-region-layout", "test-tlb-pending", "test-tlb-relaxed-par",
     "test-qht", "test-qdist",
     "test-rcu-list", "test-rcu-simpleq", "test-rcu-slist", "test-rcu-tailq",
     "test-bitmap", "test-bitops", "test-interval-tree",
