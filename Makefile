@@ -1,6 +1,6 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug docs guest image boot compare check functional bench export clean
+.PHONY: all deps assemble qemu baseline debug docs tsan guest image boot compare check functional bench export clean
 
 all: compare
 
@@ -10,7 +10,7 @@ deps:
 assemble: deps
 	bin/assemble
 
-qemu baseline debug docs: assemble
+qemu baseline debug docs tsan: assemble
 	bin/build $@
 
 guest: deps
@@ -25,7 +25,7 @@ boot: qemu
 compare: qemu guest
 	bin/compare
 
-check: qemu debug guest
+check: qemu debug tsan guest
 	bin/check
 
 functional: qemu
@@ -38,4 +38,4 @@ export:
 	bin/export-patches
 
 clean:
-	rm -rf build/qemu build/baseline build/debug build/docs build/check build/series
+	rm -rf build/qemu build/baseline build/debug build/docs build/tsan build/check build/series

@@ -5,7 +5,9 @@ default, "info jit", the negative controls of those checks (no TLBI; a
 barrier that does not wait; a final DSB NSH) and Linux guests doing real
 munmap/mprotect/fork work."""
 
+import json
 import re
+import shlex
 
 import pytest
 
@@ -175,6 +177,32 @@ def test_broadcast_check_with_an_aarch32_barrier(qemu, tmp_path, mode,
     assert f"final AArch32 EL0 {barrier}" in proc.stdout
     assert len(probe_tests(results(proc.stdout))) == 8, proc.stdout
     assert proc.returncode == 0, proc.stdout
+
+
+def test_tlb_relaxed_builds_for_32_bit_hosts(tmp_path):
+    """32-bit hosts still build 32-bit guests, and every softmmu target
+    links tlb-relaxed.c.  Compile it as build/qemu does, but with -m32 and
+    an i386 host configuration: 64-bit generations must go through
+    QEMU's 64-bit atomic helpers (qatomic_load_acquire() on a uint64_t
+    trips QEMU's build assertion there)."""
+    commands = json.loads((BUILD / "qemu" / "compile_commands.json")
+                          .read_text())
+    entry = next(c for c in commands
+                 if c["file"].endswith("accel/tcg/tlb-relaxed.c"))
+    config = (BUILD / "qemu" / "config-host.h").read_text()
+    config = re.sub(r"^#define (CONFIG_INT128|CONFIG_INT128_TYPE|"
+                    r"CONFIG_ATOMIC128|CONFIG_CMPXCHG128)\b.*$", "", config,
+                    flags=re.M)
+    (tmp_path / "config-host.h").write_text(
+        config.replace("#define HOST_X86_64 1", "#define HOST_I386 1"))
+    args = shlex.split(entry["command"])
+    args = [a for i, a in enumerate(args)
+            if a not in ("-MD", "-MQ", "-MF", "-o") and
+            args[i - 1] not in ("-MQ", "-MF", "-o")]
+    args = [f"-I{tmp_path}" if a == "-m64" else a for a in args]
+    args[args.index("-iquote"):args.index("-iquote")] = ["-iquote", tmp_path]
+    proc = run([*args, "-m32", "-o", "/dev/null"], cwd=entry["directory"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def linux(qemu, smp, mode, init_args, timeout=300):

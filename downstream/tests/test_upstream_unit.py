@@ -5,6 +5,7 @@ of the code that this downstream changes: TB hash table (qht), RCU lists,
 bitmaps and interval trees used by TCG, and the option parsers behind
 -accel and -tb-size."""
 
+import os
 import re
 
 import pytest
@@ -28,3 +29,17 @@ def test_unit(name):
                 "--no-rebuild", "--print-errorlogs", name], timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^Ok:\s+1\s*$", proc.stdout, re.M), proc.stdout
+
+
+def test_relaxed_tlb_torture_under_tsan():
+    """The torture test built with -fsanitize=thread ('make tsan'): no data
+    race report, and the broken barrier is still caught."""
+    binary = BUILD / "tsan" / "tests" / "unit" / "test-tlb-relaxed-par"
+    if not binary.is_file():
+        pytest.fail(f"no {binary}; run 'make tsan'")
+    proc = run([binary], timeout=600,
+               env={**os.environ, "TLB_RELAXED_PAR_MS": "3000"})
+    assert "ThreadSanitizer" not in proc.stderr, proc.stderr[-6000:]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^ok 2 /tlb-relaxed-par/broken-barrier-is-caught",
+                     proc.stdout, re.M), proc.stdout
