@@ -201,7 +201,11 @@ def test_tlb_relaxed_builds_for_32_bit_hosts(tmp_path):
             args[i - 1] not in ("-MQ", "-MF", "-o")]
     args = [f"-I{tmp_path}" if a == "-m64" else a for a in args]
     args[args.index("-iquote"):args.index("-iquote")] = ["-iquote", tmp_path]
-    proc = run([*args, "-m32", "-o", "/dev/null"], cwd=entry["directory"])
+    # libc6-dev-i386 has the 32-bit C library headers; gcc-multilib, whose
+    # /usr/include/asm link they need, conflicts with Debian's cross
+    # compilers, so point at the kernel headers' directory directly.
+    proc = run([*args, "-m32", "-idirafter", "/usr/include/x86_64-linux-gnu",
+                "-o", "/dev/null"], cwd=entry["directory"])
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
