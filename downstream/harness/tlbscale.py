@@ -13,6 +13,7 @@ racing cases (every run must fail each of them).
   bin/tlb-scale --smp 4 --reps 200 --cflags=-DITERATIONS=20   # here
   bin/tlb-scale --smp 8 --smp 16 --reps 20 --stress-seconds 60
   bin/tlb-scale --smp 2 --mode relaxed,x-tlb-barrier=off --expect-fail
+  bin/tlb-scale --stage2 --smp 4 --reps 200 --cflags=-DITERATIONS=20
 """
 
 import argparse
@@ -30,10 +31,12 @@ from . import BUILD
 
 TCG_DIR = BUILD / "qemu" / "tests" / "tcg" / "aarch64-softmmu"
 SYSTEM_SRC = BUILD / "src" / "tests" / "tcg" / "aarch64" / "system"
-KERNEL = TCG_DIR / "tlb-broadcast"
 GUEST = BUILD / "guest"
 MACHINE = ["-M", "virt,gic-version=3", "-cpu", "max", "-display", "none",
            "-monitor", "none", "-nic", "none"]
+# tlb-broadcast-s2, built with -DSTAGE2: the window remapped at stage 2
+STAGE2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on",
+                  *MACHINE[2:]]
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
 
 
@@ -56,13 +59,13 @@ def build_broadcast(out, *cflags):
         capture_output=True, text=True)
 
 
-def broadcast_once(qemu, kernel, smp, mode, timeout):
+def broadcast_once(qemu, kernel, smp, mode, timeout, machine=MACHINE):
     """Run tlb-broadcast once; return ({case: PASS|FAIL|SKIP}, exit status,
     seconds, output)."""
     start = time.monotonic()
     try:
         proc = subprocess.run(
-            [*qemu, *MACHINE, "-smp", str(smp), "-accel", f"tcg,tlb-flush={mode}",
+            [*qemu, *machine, "-smp", str(smp), "-accel", f"tcg,tlb-flush={mode}",
              "-semihosting-config", "enable=on,target=native,chardev=out",
              "-chardev", "stdio,id=out", "-kernel", str(kernel)],
             capture_output=True, text=True, timeout=timeout)
@@ -95,8 +98,12 @@ def main():
                         help="QEMU command, split like a shell would "
                         "(e.g. 'OUT/run qemu' for a ../shared/device/pack "
                         "folder); default %(default)s")
-    parser.add_argument("--kernel", type=pathlib.Path, default=KERNEL,
-                        help="the tlb-broadcast binary; default %(default)s")
+    parser.add_argument("--kernel", type=pathlib.Path,
+                        help="the tlb-broadcast binary; default "
+                        f"{TCG_DIR}/tlb-broadcast (-s2 with --stage2)")
+    parser.add_argument("--stage2", action="store_true",
+                        help="remap at stage 2 and invalidate from EL2 "
+                        "(tlb-broadcast-s2, -M virt,virtualization=on)")
     parser.add_argument("--cflags", action="append", default=[],
                         help="build tlb-broadcast with these flags instead "
                         "(e.g. -DITERATIONS=20, '-DFINAL_DSB=\"dsb nsh\"')")
@@ -124,11 +131,16 @@ def main():
     qemu = shlex.split(args.qemu)
     if any(n < 2 for n in smps) or args.reps < 1:
         parser.error("--smp must be at least 2 and --reps at least 1")
+    machine = STAGE2_MACHINE if args.stage2 else MACHINE
     if args.cflags:
         args.kernel = pathlib.Path(tempfile.mkdtemp()) / "tlb-broadcast"
-        built = build_broadcast(args.kernel, *args.cflags)
+        built = build_broadcast(args.kernel, *args.cflags,
+                                *(["-DSTAGE2"] if args.stage2 else []))
         if built.returncode:
             parser.error(f"building tlb-broadcast failed:\n{built.stderr}")
+    elif not args.kernel:
+        args.kernel = TCG_DIR / ("tlb-broadcast-s2" if args.stage2
+                                 else "tlb-broadcast")
     if not args.kernel.is_file():
         parser.error(f"no {args.kernel}: run 'make -C build/qemu "
                      "build-tcg-tests-aarch64-softmmu'")
@@ -142,7 +154,7 @@ def main():
         for smp in smps:
             for mode in modes:
                 cases, status, took, out = broadcast_once(
-                    qemu, args.kernel, smp, mode, args.timeout)
+                    qemu, args.kernel, smp, mode, args.timeout, machine)
                 seconds[smp, mode].append(took)
                 for name, res in cases.items():
                     counts[smp, mode, name][res] += 1
@@ -152,7 +164,8 @@ def main():
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
 
     ok = not bad_runs
-    print(f"tlb-broadcast, {args.reps} runs per -smp and mode; "
+    print(f"tlb-broadcast{' at stage 2' if args.stage2 else ''}, "
+          f"{args.reps} runs per -smp and mode; "
           "PASS/FAIL/SKIP counts per case:")
     for smp in smps:
         for mode in modes:
@@ -185,6 +198,7 @@ def main():
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps({
             "reps": args.reps, "smps": smps, "modes": modes,
+            "stage2": args.stage2,
             "counts": [{"smp": s, "mode": m, "case": n, **c}
                        for (s, m, n), c in sorted(counts.items())],
             "seconds": {f"{s} {m}": t for (s, m), t in seconds.items()},

@@ -64,6 +64,22 @@ def test_broken_barrier_needs_relaxed_mode(qemu, spin):
     assert "x-tlb-barrier=off needs tlb-flush=relaxed" in proc.stderr
 
 
+def test_broken_barrier_is_reported_where_the_default_is_strict(qemu):
+    """x-tlb-barrier=off cannot take effect on a board that stays strict
+    or under icount: QEMU says so instead of ignoring it."""
+    proc = monitor_session(qemu, "-M", "mps2-an385",
+                           "-accel", "tcg,x-tlb-barrier=off")
+    assert proc.returncode == 0, proc.stderr
+    assert "TLB flush mode      strict" in proc.stdout
+    assert "x-tlb-barrier=off has no effect: CPU type cortex-m3-arm-cpu " \
+        "needs tlb-flush=strict" in proc.stderr
+    proc = monitor_session(qemu, "-M", "virt", "-cpu", "max", "-icount",
+                           "shift=0", "-accel", "tcg,x-tlb-barrier=off")
+    assert proc.returncode == 0, proc.stderr
+    assert "x-tlb-barrier=off has no effect with icount or record/replay" \
+        in proc.stderr
+
+
 @pytest.mark.parametrize("mode", ["icount", "rr=record"])
 def test_icount_defaults_to_strict(qemu, guest, mode, tmp_path):
     icount = "shift=0" if mode == "icount" else \
@@ -103,8 +119,9 @@ def broadcast_test(tmp_path, *cflags):
     return out
 
 
-def run_broadcast(qemu, kernel, smp, mode):
-    return run(qemu_args(qemu, "-M", "virt,gic-version=3", "-smp", str(smp),
+def run_broadcast(qemu, kernel, smp, mode, stage2=False):
+    machine = "virt,gic-version=3" + (",virtualization=on" if stage2 else "")
+    return run(qemu_args(qemu, "-M", machine, "-smp", str(smp),
                          "-accel", f"tcg,tlb-flush={mode}",
                          "-semihosting-config",
                          "enable=on,target=native,chardev=output",
@@ -123,38 +140,53 @@ def probe_tests(outcome):
             if tlbscale.racing(name) and res != "SKIP"}
 
 
+# The build flags of tlb-broadcast and tlb-broadcast-s2, and how many of
+# their cases race the issuer's DSB at -smp 2.
+STAGES = {"stage1": ([], 8), "stage2": (["-DSTAGE2"], 5)}
+
+
+@pytest.mark.parametrize("stage", STAGES)
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
-def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode):
+def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, stage):
     """Negative control: without its TLBIs, tlb-broadcast must fail."""
-    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI"), 2, mode)
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI",
+                                              *STAGES[stage][0]),
+                         2, mode, stage == "stage2")
     assert proc.returncode != 0, proc.stdout
-    assert results(proc.stdout)["loads: one page, VAE1IS"] == "FAIL"
+    assert results(proc.stdout)["loads: one page, " + (
+        "IPAS2E1IS" if stage == "stage2" else "VAE1IS")] == "FAIL"
 
 
-def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path):
+@pytest.mark.parametrize("stage", STAGES)
+def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path,
+                                                            stage):
     """Negative control: with x-tlb-barrier=off every test whose probe
     races the DSB fails, every run; strict mode with the same binary passes
-    (run-tlb-broadcast-smp2-strict)."""
-    proc = run_broadcast(qemu, broadcast_test(tmp_path), 2,
-                         "relaxed,x-tlb-barrier=off")
+    (run-tlb-broadcast-smp2-strict, run-tlb-broadcast-s2-smp2-strict)."""
+    cflags, n_racing = STAGES[stage]
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, *cflags), 2,
+                         "relaxed,x-tlb-barrier=off", stage == "stage2")
     outcome = probe_tests(results(proc.stdout))
-    assert len(outcome) == 8, proc.stdout
+    assert len(outcome) == n_racing, proc.stdout
     assert set(outcome.values()) == {"FAIL"}, proc.stdout
     assert proc.returncode != 0
 
 
+@pytest.mark.parametrize("stage", STAGES)
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
-def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode):
+def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, stage):
     """A DSB NSH does not complete broadcast maintenance: built with one in
     place of the final DSB ISH, tlb-broadcast must fail in relaxed mode,
     in every racing test, and pass in strict mode, which completes each
-    TLBI at once.  So the tests see a missing wait, not a missing TLBI."""
-    proc = run_broadcast(qemu, broadcast_test(tmp_path,
+    TLBI at once.  So the tests see a missing wait, not a missing TLBI.
+    The same holds for the barrier at EL2 of tlb-broadcast-s2."""
+    cflags, n_racing = STAGES[stage]
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, *cflags,
                                               '-DFINAL_DSB="dsb nsh"'),
-                         2, mode)
+                         2, mode, stage == "stage2")
     assert "final dsb nsh" in proc.stdout
     outcome = probe_tests(results(proc.stdout))
-    assert len(outcome) == 8, proc.stdout
+    assert len(outcome) == n_racing, proc.stdout
     if mode == "strict":
         assert proc.returncode == 0, proc.stdout
     else:
