@@ -13,7 +13,7 @@ racing cases (every run must fail each of them).
   bin/tlb-scale --smp 4 --reps 200 --cflags=-DITERATIONS=20   # here
   bin/tlb-scale --smp 8 --smp 16 --reps 20 --stress-seconds 60
   bin/tlb-scale --smp 2 --mode relaxed,x-tlb-barrier=off --expect-fail
-  bin/tlb-scale --stage2 --smp 4 --reps 200 --cflags=-DITERATIONS=20
+  bin/tlb-scale --variant s2 --smp 4 --reps 200 --cflags=-DITERATIONS=20
 """
 
 import argparse
@@ -34,9 +34,12 @@ SYSTEM_SRC = BUILD / "src" / "tests" / "tcg" / "aarch64" / "system"
 GUEST = BUILD / "guest"
 MACHINE = ["-M", "virt,gic-version=3", "-cpu", "max", "-display", "none",
            "-monitor", "none", "-nic", "none"]
-# tlb-broadcast-s2, built with -DSTAGE2: the window remapped at stage 2
-STAGE2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on",
-                  *MACHINE[2:]]
+EL2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on", *MACHINE[2:]]
+# The builds of tlb-broadcast: its CFLAGS and machine.  s2 remaps at
+# stage 2 and invalidates from EL2; fb uses local TLBIs and DSB NSH under
+# HCR_EL2.FB.
+VARIANTS = {"": ([], MACHINE), "s2": (["-DSTAGE2"], EL2_MACHINE),
+            "fb": (["-DEL2_FB"], EL2_MACHINE)}
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
 
 
@@ -98,12 +101,14 @@ def main():
                         help="QEMU command, split like a shell would "
                         "(e.g. 'OUT/run qemu' for a ../shared/device/pack "
                         "folder); default %(default)s")
+    parser.add_argument("--variant", choices=[v for v in VARIANTS if v],
+                        help="tlb-broadcast-s2 (remapped at stage 2, "
+                        "invalidated from EL2) or tlb-broadcast-fb (local "
+                        "TLBIs and DSB NSH under HCR_EL2.FB), both with "
+                        "-M virt,virtualization=on")
     parser.add_argument("--kernel", type=pathlib.Path,
                         help="the tlb-broadcast binary; default "
-                        f"{TCG_DIR}/tlb-broadcast (-s2 with --stage2)")
-    parser.add_argument("--stage2", action="store_true",
-                        help="remap at stage 2 and invalidate from EL2 "
-                        "(tlb-broadcast-s2, -M virt,virtualization=on)")
+                        f"{TCG_DIR}/tlb-broadcast[-VARIANT]")
     parser.add_argument("--cflags", action="append", default=[],
                         help="build tlb-broadcast with these flags instead "
                         "(e.g. -DITERATIONS=20, '-DFINAL_DSB=\"dsb nsh\"')")
@@ -131,16 +136,15 @@ def main():
     qemu = shlex.split(args.qemu)
     if any(n < 2 for n in smps) or args.reps < 1:
         parser.error("--smp must be at least 2 and --reps at least 1")
-    machine = STAGE2_MACHINE if args.stage2 else MACHINE
+    binary = "tlb-broadcast" + (f"-{args.variant}" if args.variant else "")
+    variant_cflags, machine = VARIANTS[args.variant or ""]
     if args.cflags:
-        args.kernel = pathlib.Path(tempfile.mkdtemp()) / "tlb-broadcast"
-        built = build_broadcast(args.kernel, *args.cflags,
-                                *(["-DSTAGE2"] if args.stage2 else []))
+        args.kernel = pathlib.Path(tempfile.mkdtemp()) / binary
+        built = build_broadcast(args.kernel, *variant_cflags, *args.cflags)
         if built.returncode:
             parser.error(f"building tlb-broadcast failed:\n{built.stderr}")
     elif not args.kernel:
-        args.kernel = TCG_DIR / ("tlb-broadcast-s2" if args.stage2
-                                 else "tlb-broadcast")
+        args.kernel = TCG_DIR / binary
     if not args.kernel.is_file():
         parser.error(f"no {args.kernel}: run 'make -C build/qemu "
                      "build-tcg-tests-aarch64-softmmu'")
@@ -164,8 +168,7 @@ def main():
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
 
     ok = not bad_runs
-    print(f"tlb-broadcast{' at stage 2' if args.stage2 else ''}, "
-          f"{args.reps} runs per -smp and mode; "
+    print(f"{binary}, {args.reps} runs per -smp and mode; "
           "PASS/FAIL/SKIP counts per case:")
     for smp in smps:
         for mode in modes:
@@ -198,7 +201,7 @@ def main():
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps({
             "reps": args.reps, "smps": smps, "modes": modes,
-            "stage2": args.stage2,
+            "variant": binary,
             "counts": [{"smp": s, "mode": m, "case": n, **c}
                        for (s, m, n), c in sorted(counts.items())],
             "seconds": {f"{s} {m}": t for (s, m), t in seconds.items()},

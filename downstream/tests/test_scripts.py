@@ -142,6 +142,7 @@ def test_build_series_rejects_unknown_arguments():
     (["--reps", "0"], "--reps at least 1"),
     (["--kernel", "/nonexistent"], "no /nonexistent"),
     (["--cflags=-DITERATIONS=("], "building tlb-broadcast failed"),
+    (["--variant", "s3"], "invalid choice: 's3'"),
 ])
 def test_tlb_scale_refuses_bad_input(args, message):
     proc = run([REPO / "bin" / "tlb-scale", *args])
@@ -159,3 +160,18 @@ def test_tlb_scale_counts_a_negative_control(qemu):
     assert re.search(r"^  stores: made read-only, VALE1IS +0 pass +1 fail",
                      proc.stdout, re.M), proc.stdout
     assert proc.stdout.endswith("tlb-scale: ok\n")
+
+
+def test_tlb_scale_runs_the_el2_variants(qemu):
+    """--variant builds and runs tlb-broadcast-s2 and -fb on a machine
+    with EL2."""
+    for variant, case in [("s2", "stores: made read-only, VMALLS12E1IS"),
+                          ("fb", "stores: made read-only, VALE1 under "
+                                 "HCR_EL2.FB")]:
+        proc = run([REPO / "bin" / "tlb-scale", "--qemu", qemu, "--smp", "2",
+                    "--reps", "1", "--mode", "relaxed", "--variant", variant,
+                    "--cflags=-DITERATIONS=20"], timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.startswith(f"tlb-broadcast-{variant}, 1 runs")
+        assert re.search(rf"^  {case} +1 pass +0 fail", proc.stdout,
+                         re.M), proc.stdout

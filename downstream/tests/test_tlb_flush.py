@@ -119,8 +119,8 @@ def broadcast_test(tmp_path, *cflags):
     return out
 
 
-def run_broadcast(qemu, kernel, smp, mode, stage2=False):
-    machine = "virt,gic-version=3" + (",virtualization=on" if stage2 else "")
+def run_broadcast(qemu, kernel, smp, mode, el2=False):
+    machine = "virt,gic-version=3" + (",virtualization=on" if el2 else "")
     return run(qemu_args(qemu, "-M", machine, "-smp", str(smp),
                          "-accel", f"tcg,tlb-flush={mode}",
                          "-semihosting-config",
@@ -140,50 +140,55 @@ def probe_tests(outcome):
             if tlbscale.racing(name) and res != "SKIP"}
 
 
-# The build flags of tlb-broadcast and tlb-broadcast-s2, and how many of
-# their cases race the issuer's DSB at -smp 2.
-STAGES = {"stage1": ([], 8), "stage2": (["-DSTAGE2"], 5)}
+# The builds of tests/tcg's tlb-broadcast (el1; s2: remapped at stage 2
+# and invalidated from EL2; fb: local TLBIs and DSB NSH under
+# HCR_EL2.FB): their CFLAGS, whether they need EL2, their first case and
+# how many of their cases race the issuer's DSB at -smp 2.
+VARIANTS = {
+    "el1": ([], False, "loads: one page, VAE1IS", 8),
+    "s2": (["-DSTAGE2"], True, "loads: one page, IPAS2E1IS", 5),
+    "fb": (["-DEL2_FB"], True, "loads: one page, VAE1 under HCR_EL2.FB", 8),
+}
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
-def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, stage):
+def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, variant):
     """Negative control: without its TLBIs, tlb-broadcast must fail."""
-    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI",
-                                              *STAGES[stage][0]),
-                         2, mode, stage == "stage2")
+    cflags, el2, first_case, _ = VARIANTS[variant]
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI", *cflags),
+                         2, mode, el2)
     assert proc.returncode != 0, proc.stdout
-    assert results(proc.stdout)["loads: one page, " + (
-        "IPAS2E1IS" if stage == "stage2" else "VAE1IS")] == "FAIL"
+    assert results(proc.stdout)[first_case] == "FAIL"
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path,
-                                                            stage):
+                                                            variant):
     """Negative control: with x-tlb-barrier=off every test whose probe
     races the DSB fails, every run; strict mode with the same binary passes
-    (run-tlb-broadcast-smp2-strict, run-tlb-broadcast-s2-smp2-strict)."""
-    cflags, n_racing = STAGES[stage]
+    (run-tlb-broadcast[-s2|-fb]-smp2-strict)."""
+    cflags, el2, _, n_racing = VARIANTS[variant]
     proc = run_broadcast(qemu, broadcast_test(tmp_path, *cflags), 2,
-                         "relaxed,x-tlb-barrier=off", stage == "stage2")
+                         "relaxed,x-tlb-barrier=off", el2)
     outcome = probe_tests(results(proc.stdout))
     assert len(outcome) == n_racing, proc.stdout
     assert set(outcome.values()) == {"FAIL"}, proc.stdout
     assert proc.returncode != 0
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("variant", ["el1", "s2"])
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
-def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, stage):
+def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, variant):
     """A DSB NSH does not complete broadcast maintenance: built with one in
     place of the final DSB ISH, tlb-broadcast must fail in relaxed mode,
     in every racing test, and pass in strict mode, which completes each
     TLBI at once.  So the tests see a missing wait, not a missing TLBI.
     The same holds for the barrier at EL2 of tlb-broadcast-s2."""
-    cflags, n_racing = STAGES[stage]
+    cflags, el2, _, n_racing = VARIANTS[variant]
     proc = run_broadcast(qemu, broadcast_test(tmp_path, *cflags,
                                               '-DFINAL_DSB="dsb nsh"'),
-                         2, mode, stage == "stage2")
+                         2, mode, el2)
     assert "final dsb nsh" in proc.stdout
     outcome = probe_tests(results(proc.stdout))
     assert len(outcome) == n_racing, proc.stdout
