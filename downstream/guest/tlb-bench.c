@@ -8,8 +8,9 @@
  *   munmap     mmap of 64 pages, touching each, munmap
  *   fork       fork, the child writing one byte of each of 64 pages
  *              (copy on write) and exiting, the parent waiting for it
- * with the guest's CLOCK_MONOTONIC and prints, per operation,
- *   RESULT <op> <ncpus> <ns per op> <ops>
+ * with the guest's CLOCK_MONOTONIC, one operation at a time, and prints,
+ * per operation,
+ *   RESULT <op> <ncpus> <mean ns> <ops> <median ns> <99th percentile ns>
  * then powers the guest off.  Built static by bin/guest-kernel.
  */
 
@@ -27,6 +28,7 @@
 
 #define N_PAGES 64
 #define MIN_NS (500 * 1000 * 1000ll)  /* time each op at least this long */
+#define MAX_SAMPLES 65536           /* per op; mprotect makes ~4000 */
 
 static long page_size;
 static int stop_busy;
@@ -106,23 +108,42 @@ static const struct {
     { "fork", op_fork },
 };
 
+static int64_t samples[MAX_SAMPLES];
+
+static int compare_ns(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The nearest-rank @pct-th percentile of the @n sorted samples. */
+static int64_t percentile(long n, int pct)
+{
+    return samples[(n * pct + 99) / 100 - 1];
+}
+
 static void run(int op, int ncpus)
 {
-    int64_t start, elapsed;
-    long n = 0, batch = 1;
+    int64_t start, before, after;
+    long n = 0, kept;
 
     ops[op].fn();   /* warm up */
-    start = now_ns();
+    start = after = now_ns();
     do {
-        for (long i = 0; i < batch; i++) {
-            ops[op].fn();
+        before = after;
+        ops[op].fn();
+        after = now_ns();
+        if (n < MAX_SAMPLES) {
+            samples[n] = after - before;
         }
-        n += batch;
-        batch *= 2;
-        elapsed = now_ns() - start;
-    } while (elapsed < MIN_NS);
-    printf("RESULT %s %d %.0f %ld\n", ops[op].name, ncpus,
-           (double)elapsed / n, n);
+        n++;
+    } while (after - start < MIN_NS);
+    kept = n < MAX_SAMPLES ? n : MAX_SAMPLES;
+    qsort(samples, kept, sizeof(samples[0]), compare_ns);
+    printf("RESULT %s %d %.0f %ld %lld %lld\n", ops[op].name, ncpus,
+           (double)(after - start) / n, n, (long long)percentile(kept, 50),
+           (long long)percentile(kept, 99));
     fflush(stdout);
 }
 

@@ -53,6 +53,27 @@ GUEST_KERNEL = {
     "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
 }
 
+# The -smp values of the tlb workload unless --smp names others.
+TLB_SMP = (1, 2, 4)
+
+
+def tlb_configs(smps):
+    """"smpN" is each binary's default: upstream's strict maintenance on
+    the baseline, relaxed (our default for Arm) on ours.  Both modes are
+    also named, and compared with the baseline's smpN."""
+    return [f"smp{n}{suffix}=-smp {n}{accel}"
+            for n in smps
+            for suffix, accel in (("", ""),
+                                  ("-strict", " -accel tcg,tlb-flush=strict"),
+                                  ("-relaxed",
+                                   " -accel tcg,tlb-flush=relaxed"))]
+
+
+def tlb_pairs(smps):
+    return [f"smp{n}-{mode}=smp{n}" for n in smps
+            for mode in ("strict", "relaxed")]
+
+
 WORKLOADS = {
     "debian": {
         "folder": BUILD / "image", "make": "make image",
@@ -83,22 +104,15 @@ WORKLOADS = {
     "tlb": {
         **GUEST_KERNEL,
         "append": "console=ttyAMA0 panic=-1 quiet rdinit=/tlb-bench",
-        # "smpN" is each binary's default: upstream's strict maintenance
-        # on the baseline, relaxed (our default for Arm) on ours.  Both
-        # modes are also named, and compared with the baseline's smpN.
-        "configs": [
-            f"smp{n}{suffix}=-smp {n}{accel}"
-            for n in (1, 2, 4)
-            for suffix, accel in (("", ""),
-                                  ("-strict", " -accel tcg,tlb-flush=strict"),
-                                  ("-relaxed",
-                                   " -accel tcg,tlb-flush=relaxed"))
-        ],
-        "pairs": [f"smp{n}-{mode}=smp{n}" for n in (1, 2, 4)
-                  for mode in ("strict", "relaxed")],
+        "configs": tlb_configs(TLB_SMP),
+        "pairs": tlb_pairs(TLB_SMP),
         "results": ("mprotect", "munmap", "fork"),
     },
 }
+
+# What the guest's tlb-bench reports per operation: mean, median and 99th
+# percentile of the time one operation took, in ns.
+OP_COLUMNS = ("{}_ns", "{}_p50_ns", "{}_p99_ns")
 
 # Console lines that mark the phases of a boot, by the time they arrive.
 PHASE_MARKS = {
@@ -202,11 +216,13 @@ def run_once(binary, args, workload, timeout):
     row.update({k: v - counters[k] for k, v in vmstat().items()})
     row.update(fields)
     for op in workload.get("results", ()):
-        m = re.search(rf"^RESULT {op} \d+ (\d+)", console, re.M)
+        m = re.search(rf"^RESULT {op} \d+ (\d+) \d+ (\d+) (\d+)\r?$",
+                      console, re.M)
         if not m:
-            sys.exit(f"bench: the guest reported no {op} result; rebuild "
-                     "the initramfs with bin/guest-kernel")
-        row[f"{op}_ns"] = int(m.group(1))
+            sys.exit(f"bench: the guest reported no {op} result with "
+                     "percentiles; rebuild the initramfs with bin/guest-kernel")
+        for column, value in zip(OP_COLUMNS, m.groups()):
+            row[column.format(op)] = int(value)
     return row
 
 
@@ -323,6 +339,9 @@ def main():
                         "workload's pairs, unless --config is given; else "
                         "NAME with its namesake, which the reference must "
                         "run)")
+    parser.add_argument("--smp", type=int_list, metavar="N,...",
+                        help="-smp values of the tlb workload's "
+                        "configurations (default: 1,2,4)")
     parser.add_argument("--guest", type=pathlib.Path,
                         help="folder with the workload's kernel, initrd and "
                         "image (default: build/image, or build/guest for "
@@ -341,6 +360,14 @@ def main():
     args = parser.parse_args()
 
     workload = WORKLOADS[args.workload]
+    if args.smp:
+        if args.workload != "tlb" or args.config:
+            sys.exit("bench: --smp sets the tlb workload's configurations; "
+                     "it takes no --config")
+        if min(args.smp) < 1:
+            sys.exit("bench: --smp values must be at least 1")
+        workload = {**workload, "configs": tlb_configs(args.smp),
+                    "pairs": tlb_pairs(args.smp)}
     binaries = parse_pairs(args.binary or [
         f"baseline={BUILD / 'baseline' / 'qemu-system-aarch64'}",
         f"qemu={BUILD / 'qemu' / 'qemu-system-aarch64'}"], "binary")
@@ -406,7 +433,9 @@ def main():
         "binary_sources": {n: binary_source(p) for n, p in binaries},
         "pairs": ref_pairs,
         "configs": {c.partition("@")[0]: a for c, a in configs},
-        "metrics": ["wall_s"] + [f"{op}_ns" for op in workload.get("results", ())],
+        "metrics": ["wall_s"] + [column.format(op)
+                                 for op in workload.get("results", ())
+                                 for column in OP_COLUMNS],
         "runs": rows,
         "layout": layout_grid(binaries, args.layout_smp, args.layout_tb_size),
     }

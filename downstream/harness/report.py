@@ -1,7 +1,10 @@
 """bin/bench-report: summarise a bin/bench results folder: summary.md with mean and 95%
 confidence interval (Student t) of every metric and each pair's ratio to the
 reference binary, a bar chart per metric, and regions.png, the code buffer's
-region layout over -smp x tb-size.
+region layout over -smp x tb-size.  For the tlb workload also the tails
+(each operation's 99th percentile over its median, per run) and
+scaling.png, each operation's cost against -smp per binary and mode, where
+the configurations are named smpN[-MODE] for two or more N.
 
 A ratio is the mean of the per-round ratios of a pair to the reference
 binary's run of the configuration results.json pairs it with ("pairs",
@@ -13,6 +16,7 @@ import argparse
 import json
 import math
 import pathlib
+import re
 import statistics
 import sys
 
@@ -34,6 +38,32 @@ DETAILS = {
     "buffer_rss_mib": "buffer RSS (MiB)",
     "huge_share": "on huge pages (%)",
 }
+
+
+# A configuration of the tlb workload: -smp and mode (empty: the default).
+SMP_CONFIG = re.compile(r"^smp(\d+)(?:-(.+))?$")
+
+
+def operations(results):
+    """The tlb workload's operations: the metrics OP_ns with OP_p50_ns and
+    OP_p99_ns beside them."""
+    metrics = results["metrics"]
+    return [m[:-3] for m in metrics if f"{m[:-3]}_p99_ns" in metrics]
+
+
+def scaling_lines(results):
+    """{(binary, mode): [(smp, config)]} of the smpN[-MODE]
+    configurations, when they cover two or more -smp values."""
+    lines = {}
+    for r in results["runs"]:
+        m = SMP_CONFIG.match(r["config"])
+        if m:
+            key = (r["binary"], m[2] or "default")
+            entry = (int(m[1]), r["config"])
+            if entry not in lines.setdefault(key, []):
+                lines[key].append(entry)
+    smps = {smp for line in lines.values() for smp, _ in line}
+    return {k: sorted(v) for k, v in lines.items()} if len(smps) > 1 else {}
 
 
 def by_round(runs, binary, config, metric):
@@ -154,6 +184,30 @@ def summary(results, charts):
             cells.append(fmt(statistics.fmean(values), digits)
                          if values else "—")
         lines.append(f"| {config} | {binary} | " + " | ".join(cells) + " |")
+    ops = operations(results)
+    if ops:
+        lines += ["", "## Tails", "",
+                  "Each run's 99th percentile of one operation over its "
+                  "median (from the guest's samples of every operation), "
+                  "mean ± 95% CI over rounds.", "",
+                  "| configuration | binary | " +
+                  " | ".join(f"{op} p99 / p50" for op in ops) + " |",
+                  "|---|---|" + "---|" * len(ops)]
+        for config, binary in pairs:
+            cells = []
+            for op in ops:
+                p50 = by_round(runs, binary, config, f"{op}_p50_ns")
+                p99 = by_round(runs, binary, config, f"{op}_p99_ns")
+                tails = [p99[k] / p50[k] for k in p50 if k in p99 and p50[k]]
+                cells.append("{:.2f} ± {:.2f}".format(*mean_ci(tails))
+                             if len(tails) > 1 else "—")
+            lines.append(f"| {config} | {binary} | " + " | ".join(cells) +
+                         " |")
+    if "scaling" in charts:
+        lines += ["", "## Cost against -smp", "",
+                  "Each operation's mean time per binary and mode, mean ± "
+                  "95% CI over rounds.", "",
+                  f"![scaling]({charts['scaling'].name})"]
     if "regions" in charts:
         lines += ["", "## Region layout", "",
                   "The code buffer's regions over -smp and tb-size, from each "
@@ -186,6 +240,38 @@ def bar_chart(results, metric, path):
     ax.set_ylabel(f"{metric}, mean ± 95% CI")
     ax.set_title(f"{results['workload']}: {metric}")
     ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def scaling_chart(results, path):
+    import matplotlib.pyplot as plt
+
+    ops = operations(results)
+    lines = scaling_lines(results)
+    fig, axes = plt.subplots(1, len(ops), squeeze=False,
+                             figsize=(4.5 * len(ops), 4))
+    for ax, op in zip(axes[0], ops):
+        for (binary, mode), points in sorted(lines.items()):
+            xs, means, cis = [], [], []
+            for smp, config in points:
+                samples = list(by_round(results["runs"], binary, config,
+                                        f"{op}_ns").values())
+                if len(samples) > 1:
+                    mean, ci = mean_ci(samples)
+                    xs.append(smp)
+                    means.append(mean / 1000)
+                    cis.append(ci / 1000)
+            ax.errorbar(xs, means, yerr=cis, marker="o", capsize=3,
+                        label=f"{binary} {mode}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({smp for p in lines.values() for smp, _ in p}))
+        ax.get_xaxis().set_major_formatter("{x:.0f}")
+        ax.set_xlabel("-smp")
+        ax.set_ylabel("µs per operation, mean ± 95% CI")
+        ax.set_title(op)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -238,6 +324,8 @@ def write(folder):
               for metric in results["metrics"]}
     if results.get("layout"):
         charts["regions"] = folder / "regions.png"
+    if operations(results) and scaling_lines(results):
+        charts["scaling"] = folder / "scaling.png"
     try:
         text = summary(results, charts)
     except ReportError as e:
@@ -246,6 +334,8 @@ def write(folder):
         bar_chart(results, metric, charts[metric])
     if results.get("layout"):
         region_heatmap(results["layout"], charts["regions"])
+    if "scaling" in charts:
+        scaling_chart(results, charts["scaling"])
     (folder / "summary.md").write_text(text)
     print(text)
     print(f"bench-report: summary.md and charts in {folder}")

@@ -109,6 +109,46 @@ def test_report_writes_summary_and_charts(tmp_path):
         assert (tmp_path / chart).read_bytes().startswith(b"\x89PNG")
 
 
+def tlb_results():
+    """The tlb workload at -smp 1 and 2, two rounds: mprotect's mean,
+    median and 99th percentile per run."""
+    results = synthetic_results()
+    runs = []
+    for rnd in (1, 2):
+        for binary, config, mean in [("base", "smp1", 100), ("fast", "smp1", 90),
+                                     ("base", "smp2", 300), ("fast", "smp2", 120),
+                                     ("fast", "smp2-relaxed", 110)]:
+            runs.append({"round": rnd, "binary": binary, "config": config,
+                         "wall_s": 1.0, "mprotect_ns": mean + rnd,
+                         "mprotect_p50_ns": mean,
+                         "mprotect_p99_ns": mean * (2 + rnd)})
+    results.update(workload="tlb", runs=runs, layout=[],
+                   configs={"smp1": "-smp 1", "smp2": "-smp 2",
+                            "smp2-relaxed": "-smp 2 -accel tcg,tlb-flush=relaxed"},
+                   pairs={"smp1": "smp1", "smp2": "smp2",
+                          "smp2-relaxed": "smp2"},
+                   metrics=["wall_s", "mprotect_ns", "mprotect_p50_ns",
+                            "mprotect_p99_ns"])
+    return results
+
+
+def test_report_shows_tails_and_cost_against_smp(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(tlb_results()))
+    proc = run([REPORT, tmp_path])
+    assert proc.returncode == 0, proc.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    # p99 / p50 is 3 in round 1 and 4 in round 2: 3.5 ± 12.706 * 0.5
+    assert "| smp2 | fast | 3.50 ± 6.35 |" in summary
+    assert "## Cost against -smp" in summary
+    # (111 / 301 + 112 / 302) / 2
+    assert "| smp2-relaxed | fast | 112 ± 6 | 0.370 ± 0.013 |" in summary
+    assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")
+    assert report.scaling_lines(tlb_results()) == {
+        ("base", "default"): [(1, "smp1"), (2, "smp2")],
+        ("fast", "default"): [(1, "smp1"), (2, "smp2")],
+        ("fast", "relaxed"): [(2, "smp2-relaxed")]}
+
+
 def test_report_refuses_a_folder_without_results(tmp_path):
     proc = run([REPORT, tmp_path])
     assert proc.returncode != 0
@@ -126,6 +166,8 @@ def test_report_refuses_a_folder_without_results(tmp_path):
     (["--workload", "boot", "--binary", "a=/bin/true", "--config",
       "x@nope=-smp 1"], "names unknown binary nope"),
     (["--binary", "a=/bin/true", "--pair", "x"], "is not NAME=VALUE"),
+    (["--workload", "boot", "--smp", "1,2"], "--smp sets the tlb workload's"),
+    (["--workload", "tlb", "--smp", "0,2"], "--smp values must be at least 1"),
 ])
 def test_bad_input_is_refused(args, message, tmp_path):
     proc = run([BENCH, "--out", tmp_path / "out", *args])
