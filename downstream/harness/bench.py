@@ -364,8 +364,8 @@ def main():
         if args.workload != "tlb" or args.config:
             sys.exit("bench: --smp sets the tlb workload's configurations; "
                      "it takes no --config")
-        if min(args.smp) < 1:
-            sys.exit("bench: --smp values must be at least 1")
+        if min(args.smp) < 1 or len(set(args.smp)) < len(args.smp):
+            sys.exit("bench: --smp values must be distinct and at least 1")
         workload = {**workload, "configs": tlb_configs(args.smp),
                     "pairs": tlb_pairs(args.smp)}
     binaries = parse_pairs(args.binary or [

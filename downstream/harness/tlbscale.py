@@ -37,7 +37,7 @@ MACHINE = ["-M", "virt,gic-version=3", "-cpu", "max", "-display", "none",
 EL2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on", *MACHINE[2:]]
 # The builds of tlb-broadcast: its CFLAGS and machine.  s2 remaps at
 # stage 2 and invalidates from EL2; fb uses local TLBIs and DSB NSH under
-# HCR_EL2.FB.
+# HCR_EL2.FB and BSU.
 VARIANTS = {"": ([], MACHINE), "s2": (["-DSTAGE2"], EL2_MACHINE),
             "fb": (["-DEL2_FB"], EL2_MACHINE)}
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
@@ -104,8 +104,9 @@ def main():
     parser.add_argument("--variant", choices=[v for v in VARIANTS if v],
                         help="tlb-broadcast-s2 (remapped at stage 2, "
                         "invalidated from EL2) or tlb-broadcast-fb (local "
-                        "TLBIs and DSB NSH under HCR_EL2.FB), both with "
-                        "-M virt,virtualization=on")
+                        "TLBIs and DSB NSH under HCR_EL2.FB and BSU), both "
+                        "with -M virt,virtualization=on (default: from the "
+                        "--kernel's name)")
     parser.add_argument("--kernel", type=pathlib.Path,
                         help="the tlb-broadcast binary; default "
                         f"{TCG_DIR}/tlb-broadcast[-VARIANT]")
@@ -136,6 +137,9 @@ def main():
     qemu = shlex.split(args.qemu)
     if any(n < 2 for n in smps) or args.reps < 1:
         parser.error("--smp must be at least 2 and --reps at least 1")
+    if args.kernel and not args.variant:
+        args.variant = next((v for v in VARIANTS
+                             if v and args.kernel.name.endswith(f"-{v}")), "")
     binary = "tlb-broadcast" + (f"-{args.variant}" if args.variant else "")
     variant_cflags, machine = VARIANTS[args.variant or ""]
     if args.cflags:

@@ -167,7 +167,8 @@ def test_report_refuses_a_folder_without_results(tmp_path):
       "x@nope=-smp 1"], "names unknown binary nope"),
     (["--binary", "a=/bin/true", "--pair", "x"], "is not NAME=VALUE"),
     (["--workload", "boot", "--smp", "1,2"], "--smp sets the tlb workload's"),
-    (["--workload", "tlb", "--smp", "0,2"], "--smp values must be at least 1"),
+    (["--workload", "tlb", "--smp", "0,2"], "--smp values must be distinct"),
+    (["--workload", "tlb", "--smp", "2,2"], "--smp values must be distinct"),
 ])
 def test_bad_input_is_refused(args, message, tmp_path):
     proc = run([BENCH, "--out", tmp_path / "out", *args])

@@ -167,7 +167,7 @@ def test_tlb_scale_runs_the_el2_variants(qemu):
     with EL2."""
     for variant, case in [("s2", "stores: made read-only, VMALLS12E1IS"),
                           ("fb", "stores: made read-only, VALE1 under "
-                                 "HCR_EL2.FB")]:
+                                 "HCR_EL2.FB+BSU")]:
         proc = run([REPO / "bin" / "tlb-scale", "--qemu", qemu, "--smp", "2",
                     "--reps", "1", "--mode", "relaxed", "--variant", variant,
                     "--cflags=-DITERATIONS=20"], timeout=600)

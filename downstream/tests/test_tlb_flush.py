@@ -142,12 +142,13 @@ def probe_tests(outcome):
 
 # The builds of tests/tcg's tlb-broadcast (el1; s2: remapped at stage 2
 # and invalidated from EL2; fb: local TLBIs and DSB NSH under
-# HCR_EL2.FB): their CFLAGS, whether they need EL2, their first case and
+# HCR_EL2.FB and BSU): their CFLAGS, whether they need EL2, their first case and
 # how many of their cases race the issuer's DSB at -smp 2.
 VARIANTS = {
     "el1": ([], False, "loads: one page, VAE1IS", 8),
-    "s2": (["-DSTAGE2"], True, "loads: one page, IPAS2E1IS", 5),
-    "fb": (["-DEL2_FB"], True, "loads: one page, VAE1 under HCR_EL2.FB", 8),
+    "s2": (["-DSTAGE2"], True, "loads: one page, IPAS2E1IS, VMALLE1IS", 5),
+    "fb": (["-DEL2_FB"], True, "loads: one page, VAE1 under HCR_EL2.FB+BSU",
+           8),
 }
 
 
