@@ -95,11 +95,16 @@ def test_the_report_refuses_a_configuration_without_a_pair(tmp_path):
     assert not (tmp_path / "summary.md").exists()
 
 
-def test_report_writes_summary_and_charts(tmp_path):
-    (tmp_path / "results.json").write_text(json.dumps(synthetic_results()))
-    proc = run([REPORT, tmp_path])
+def report_of(results, folder):
+    """Run bench-report on @results in @folder; return summary.md."""
+    (folder / "results.json").write_text(json.dumps(results))
+    proc = run([REPORT, folder])
     assert proc.returncode == 0, proc.stderr
-    summary = (tmp_path / "summary.md").read_text()
+    return (folder / "summary.md").read_text()
+
+
+def test_report_writes_summary_and_charts(tmp_path):
+    summary = report_of(synthetic_results(), tmp_path)
     assert "| smp4 | fast | 8.967 ± 2.361 | 0.817 ± 0.190 |" in summary
     assert "| smp4-relaxed | fast | 5.833 ± 0.717 | 0.533 ± 0.143 |" in summary
     assert "| 50.0 |" in summary        # share of the buffer on huge pages
@@ -133,10 +138,7 @@ def tlb_results():
 
 
 def test_report_shows_tails_and_cost_against_smp(tmp_path):
-    (tmp_path / "results.json").write_text(json.dumps(tlb_results()))
-    proc = run([REPORT, tmp_path])
-    assert proc.returncode == 0, proc.stderr
-    summary = (tmp_path / "summary.md").read_text()
+    summary = report_of(tlb_results(), tmp_path)
     # p99 / p50 is 3 in round 1 and 4 in round 2: 3.5 ± 12.706 * 0.5
     assert "| smp2 | fast | 3.50 ± 6.35 |" in summary
     assert "## Cost against -smp" in summary
