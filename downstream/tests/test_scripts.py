@@ -173,5 +173,5 @@ def test_tlb_scale_runs_the_el2_variants(qemu):
                     "--cflags=-DITERATIONS=20"], timeout=600)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stdout.startswith(f"tlb-broadcast-{variant}, 1 runs")
-        assert re.search(rf"^  {case} +1 pass +0 fail", proc.stdout,
-                         re.M), proc.stdout
+        assert re.search(rf"^  {re.escape(case)} +1 pass +0 fail",
+                         proc.stdout, re.M), proc.stdout
