@@ -109,23 +109,23 @@ def test_info_jit_reports_mode(qemu, guest, mode):
     assert ("TLB barrier waits" in info) == (mode == "relaxed")
 
 
-def broadcast_test(tmp_path, *cflags):
-    """Build tests/tcg's tlb-broadcast with extra CFLAGS."""
+def broadcast_test(tmp_path, *cflags, variant=""):
+    """Build tests/tcg's tlb-broadcast, or its tlbscale.VARIANTS
+    @variant, with extra CFLAGS."""
     if not (TCG_DIR / "boot.o").is_file():
         pytest.fail(f"no tests/tcg build in {TCG_DIR}")
     out = tmp_path / "tlb-broadcast"
-    proc = tlbscale.build_broadcast(out, *cflags)
+    proc = tlbscale.build_broadcast(out, *tlbscale.VARIANTS[variant][0],
+                                    *cflags)
     assert proc.returncode == 0, proc.stderr
     return out
 
 
-def run_broadcast(qemu, kernel, smp, mode, el2=False):
-    machine = "virt,gic-version=3" + (",virtualization=on" if el2 else "")
-    return run(qemu_args(qemu, "-M", machine, "-smp", str(smp),
-                         "-accel", f"tcg,tlb-flush={mode}",
-                         "-semihosting-config",
-                         "enable=on,target=native,chardev=output",
-                         "-chardev", "stdio,id=output", "-kernel", kernel),
+def run_broadcast(qemu, kernel, smp, mode, variant=""):
+    return run([qemu, *tlbscale.VARIANTS[variant][1], "-smp", str(smp),
+                "-accel", f"tcg,tlb-flush={mode}",
+                "-semihosting-config", "enable=on,target=native,chardev=output",
+                "-chardev", "stdio,id=output", "-kernel", kernel],
                timeout=300)
 
 
@@ -140,45 +140,44 @@ def probe_tests(outcome):
             if tlbscale.racing(name) and res != "SKIP"}
 
 
-# The builds of tests/tcg's tlb-broadcast (el1; s2: remapped at stage 2
-# and invalidated from EL2; fb: local TLBIs and DSB NSH under
-# HCR_EL2.FB and BSU): their CFLAGS, whether they need EL2, their first case and
-# how many of their cases race the issuer's DSB at -smp 2.
+# Per build of tlb-broadcast (tlbscale.VARIANTS): its first case and how
+# many of its cases race the issuer's DSB at -smp 2.
 VARIANTS = {
-    "el1": ([], False, "loads: one page, VAE1IS", 8),
-    "s2": (["-DSTAGE2"], True, "loads: one page, IPAS2E1IS, VMALLE1IS", 5),
-    "fb": (["-DEL2_FB"], True, "loads: one page, VAE1 under HCR_EL2.FB+BSU",
-           8),
+    "": ("loads: one page, VAE1IS", 8),
+    "s2": ("loads: one page, IPAS2E1IS, VMALLE1IS", 5),
+    "fb": ("loads: one page, VAE1 under HCR_EL2.FB+BSU", 8),
 }
+VARIANT_IDS = {"ids": lambda v: v or "el1"}
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", VARIANTS, **VARIANT_IDS)
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, variant):
     """Negative control: without its TLBIs, tlb-broadcast must fail."""
-    cflags, el2, first_case, _ = VARIANTS[variant]
-    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI", *cflags),
-                         2, mode, el2)
+    first_case, _ = VARIANTS[variant]
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI",
+                                              variant=variant),
+                         2, mode, variant)
     assert proc.returncode != 0, proc.stdout
     assert results(proc.stdout)[first_case] == "FAIL"
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", VARIANTS, **VARIANT_IDS)
 def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path,
                                                             variant):
     """Negative control: with x-tlb-barrier=off every test whose probe
     races the DSB fails, every run; strict mode with the same binary passes
     (run-tlb-broadcast[-s2|-fb]-smp2-strict)."""
-    cflags, el2, _, n_racing = VARIANTS[variant]
-    proc = run_broadcast(qemu, broadcast_test(tmp_path, *cflags), 2,
-                         "relaxed,x-tlb-barrier=off", el2)
+    _, n_racing = VARIANTS[variant]
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, variant=variant), 2,
+                         "relaxed,x-tlb-barrier=off", variant)
     outcome = probe_tests(results(proc.stdout))
     assert len(outcome) == n_racing, proc.stdout
     assert set(outcome.values()) == {"FAIL"}, proc.stdout
     assert proc.returncode != 0
 
 
-@pytest.mark.parametrize("variant", ["el1", "s2"])
+@pytest.mark.parametrize("variant", ["", "s2"], **VARIANT_IDS)
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, variant):
     """A DSB NSH does not complete broadcast maintenance: built with one in
@@ -186,10 +185,11 @@ def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, variant):
     in every racing test, and pass in strict mode, which completes each
     TLBI at once.  So the tests see a missing wait, not a missing TLBI.
     The same holds for the barrier at EL2 of tlb-broadcast-s2."""
-    cflags, el2, _, n_racing = VARIANTS[variant]
-    proc = run_broadcast(qemu, broadcast_test(tmp_path, *cflags,
-                                              '-DFINAL_DSB="dsb nsh"'),
-                         2, mode, el2)
+    _, n_racing = VARIANTS[variant]
+    proc = run_broadcast(qemu, broadcast_test(tmp_path,
+                                              '-DFINAL_DSB="dsb nsh"',
+                                              variant=variant),
+                         2, mode, variant)
     assert "final dsb nsh" in proc.stdout
     outcome = probe_tests(results(proc.stdout))
     assert len(outcome) == n_racing, proc.stdout
