@@ -132,6 +132,7 @@ JIT_FIELDS = {
     "tlb_partial_flushes": r"^TLB partial flushes\s+(\d+)",
     "tlb_elided_flushes": r"^TLB elided flushes\s+(\d+)",
     "tlb_relaxed_flushes": r"^TLB relaxed flushes\s+(\d+)",
+    "tlb_filtered_out": r"^TLB remote flushes filtered out\s+(\d+)",
     "tlb_barrier_waits": r"^TLB barrier waits\s+(\d+)",
     "tlb_barrier_wait_us": r"^TLB barrier waits\s+\d+ \((\d+) us",
     "regions": r"^code regions\s+(\d+) x",

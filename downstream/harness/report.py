@@ -34,6 +34,8 @@ DETAILS = {
     "tb_flushes": "TB flushes",
     "tlb_full_flushes": "TLB full flushes",
     "tlb_partial_flushes": "TLB partial flushes",
+    "tlb_relaxed_flushes": "relaxed broadcasts",
+    "tlb_filtered_out": "remote parts filtered out",
     "tlb_barrier_waits": "DSB waits",
     "buffer_rss_mib": "buffer RSS (MiB)",
     "huge_share": "on huge pages (%)",

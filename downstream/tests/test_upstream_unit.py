@@ -1,5 +1,6 @@
 """Unit tests run through meson: ours (the TCG region layout, the coalescing
-of queued TLB flushes, the torture test of relaxed TLB maintenance) and
+of queued TLB flushes, the summary of what a vCPU's TLB may hold, the
+torture test of relaxed TLB maintenance) and
 upstream's
 of the code that this downstream changes: TB hash table (qht), RCU lists,
 bitmaps and interval trees used by TCG, and the option parsers behind
@@ -13,7 +14,8 @@ import pytest
 from conftest import BUILD, QEMU_BUILD, run
 
 UNIT_TESTS = [
-    "test-tcg-region-layout", "test-tlb-pending", "test-tlb-relaxed-par",
+    "test-tcg-region-layout", "test-tlb-pending", "test-tlb-filter",
+    "test-tlb-relaxed-par",
     "test-qht", "test-qdist",
     "test-rcu-list", "test-rcu-simpleq", "test-rcu-slist", "test-rcu-tailq",
     "test-bitmap", "test-bitops", "test-interval-tree",
@@ -42,4 +44,6 @@ def test_relaxed_tlb_torture_under_tsan():
     assert "ThreadSanitizer" not in proc.stderr, proc.stderr[-6000:]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^ok 2 /tlb-relaxed-par/broken-barrier-is-caught",
+                     proc.stdout, re.M), proc.stdout
+    assert re.search(r"^ok 3 /tlb-relaxed-par/unannounced-fill-is-caught",
                      proc.stdout, re.M), proc.stdout
