@@ -20,7 +20,10 @@ Per run: wall time to the guest's power-off (QMP SHUTDOWN; QEMU runs with
 -no-shutdown), the times console lines mark the kernel's start, userspace,
 "booted" and power-down, then x-query-jit (code size, TB flushes, TLB
 flush counters, region layout) and the code buffer's Rss and AnonHugePages
-from /proc/PID/smaps.  Writes results.json and results.csv to --out.
+from /proc/PID/smaps.  With --barrier-waits, also how long each DSB
+waited for other vCPUs (QEMU's trace event tlb_relaxed_barrier), as the
+metric barrier_wait with its median and 99th percentile.  Writes
+results.json and results.csv to --out.
 """
 
 import argparse
@@ -34,6 +37,7 @@ import platform
 import re
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,7 +45,7 @@ import time
 
 from qemu.machine.machine import QEMUMachineError
 
-from . import BUILD, report, smaps
+from . import BUILD, report, smaps, stats
 from .machine import VIRT, Guest
 
 MACHINE = [*VIRT, "-m", "1G"]
@@ -113,6 +117,27 @@ WORKLOADS = {
 # What the guest's tlb-bench reports per operation: mean, median and 99th
 # percentile of the time one operation took, in ns.
 OP_COLUMNS = ("{}_ns", "{}_p50_ns", "{}_p99_ns")
+
+# With --barrier-waits, every DSB that waited for other vCPUs, from the
+# tlb_relaxed_barrier trace event: mean, median and 99th percentile of its
+# wait in ns, as the metric "barrier_wait" beside the guest's operations.
+BARRIER_WAIT = re.compile(r"^tlb_relaxed_barrier .* waited (\d+) ns$", re.M)
+BARRIER_COLUMNS = [c.format("barrier_wait") for c in OP_COLUMNS]
+
+
+def barrier_wait_columns(trace_log):
+    """The barrier_wait columns of one run's trace log (None where no
+    barrier waited), and how many waited."""
+    waits = [int(ns) for ns in BARRIER_WAIT.findall(trace_log)]
+    if not waits:
+        return {"barrier_waits_traced": 0,
+                **dict.fromkeys(BARRIER_COLUMNS)}
+    return {"barrier_waits_traced": len(waits),
+            **dict(zip(BARRIER_COLUMNS,
+                       (round(statistics.fmean(waits)),
+                        round(stats.quantile(waits, 0.5)),
+                        round(stats.quantile(waits, 0.99)))))}
+
 
 # Console lines that mark the phases of a boot, by the time they arrive.
 PHASE_MARKS = {
@@ -191,15 +216,21 @@ def probe(binary, args):
         return fields, None
 
 
-def run_once(binary, args, workload, timeout):
+def run_once(binary, args, workload, timeout, barrier_waits=False):
     """Boot to power-off once; return the run's columns."""
     counters = vmstat()
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as tmp:
+        trace_log = pathlib.Path(tmp) / "barrier-waits.log"
+        if barrier_waits:
+            args = ["-trace", "tlb_relaxed_barrier", "-D", str(trace_log), *args]
         guest = start(binary, ["-no-shutdown", *args], pathlib.Path(tmp))
         wall, reason = guest.wait_shutdown(timeout)
         fields = measure(guest) if wall is not None else {}
         guest.shutdown()
+        if barrier_waits:
+            fields.update(barrier_wait_columns(
+                trace_log.read_text() if trace_log.exists() else ""))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     console = guest.console()
     if reason != "guest-shutdown" or not re.search(r"^booted\r?$", console, re.M):
@@ -356,6 +387,11 @@ def main():
     parser.add_argument("--out", type=pathlib.Path,
                         help="folder for the results (default: "
                         "build/bench/TIMESTAMP)")
+    parser.add_argument("--barrier-waits", action="store_true",
+                        help="trace every DSB that waits for other vCPUs "
+                        "(QEMU's tlb_relaxed_barrier event) and report "
+                        "its wait's mean, median and 99th percentile as "
+                        "barrier_wait_ns; the trace costs a little time")
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds one run may take (default: %(default)s)")
     args = parser.parse_args()
@@ -415,7 +451,8 @@ def main():
     began = time.monotonic()
     for rnd in range(1, args.runs + 1):
         for bname, path, cname, cargs in plan:
-            row = run_once(path, [*cargs, *guest_args], workload, args.timeout)
+            row = run_once(path, [*cargs, *guest_args], workload,
+                           args.timeout, args.barrier_waits)
             rows.append({"round": rnd, "binary": bname, "config": cname, **row})
             eta = (time.monotonic() - began) / len(rows) * (total - len(rows))
             print(f"[{len(rows)}/{total}] round {rnd} {bname:10} {cname:22} "
@@ -436,7 +473,8 @@ def main():
         "configs": {c.partition("@")[0]: a for c, a in configs},
         "metrics": ["wall_s"] + [column.format(op)
                                  for op in workload.get("results", ())
-                                 for column in OP_COLUMNS],
+                                 for column in OP_COLUMNS]
+                   + (BARRIER_COLUMNS if args.barrier_waits else []),
         "runs": rows,
         "layout": layout_grid(binaries, args.layout_smp, args.layout_tb_size),
     }

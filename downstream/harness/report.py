@@ -150,8 +150,10 @@ def summary(results, charts):
                   f"| ratio to {ref}, mean ± 95% CI |",
                   "|---|---|---|---|"]
         for config, binary in pairs:
-            mean, ci = mean_ci(list(by_round(runs, binary, config,
-                                             metric).values()))
+            samples = list(by_round(runs, binary, config, metric).values())
+            if not samples:     # e.g. barrier_wait under strict maintenance
+                continue
+            mean, ci = mean_ci(samples)
             ratio = ratio_ci(results, runs, binary, config, metric)
             lines.append(f"| {config} | {binary} | {fmt(mean, digits)} ± "
                          f"{fmt(ci, digits)} | " +

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import QEMU, REPO, run
-from harness import report, stats
+from harness import bench, report, stats
 
 BENCH = REPO / "bin" / "bench"
 REPORT = REPO / "bin" / "bench-report"
@@ -60,6 +60,19 @@ def synthetic_results():
                         "smp4-relaxed": "-smp 4 -accel tcg,tlb-flush=relaxed"},
             "pairs": {"smp4": "smp4", "smp4-relaxed": "smp4"},
             "metrics": ["wall_s"], "runs": runs, "layout": layout}
+
+
+def test_barrier_waits_come_from_the_trace_log():
+    log = ("tlb_relaxed_barrier cpu 1 gen 13 waited 4000 ns\n"
+           "tlb_relaxed_flush cpu 0 gen 14 addr 0x0 len 0x1000 idxmap 0x3 targets 1\n"
+           "tlb_relaxed_barrier cpu 0 gen 14 waited 1000 ns\n"
+           "tlb_relaxed_barrier cpu 1 gen 15 waited 2000 ns\n")
+    assert bench.barrier_wait_columns(log) == {
+        "barrier_waits_traced": 3, "barrier_wait_ns": 2333,
+        "barrier_wait_p50_ns": 2000, "barrier_wait_p99_ns": 3960}
+    assert bench.barrier_wait_columns("") == {
+        "barrier_waits_traced": 0, "barrier_wait_ns": None,
+        "barrier_wait_p50_ns": None, "barrier_wait_p99_ns": None}
 
 
 def test_quantiles_interpolate():
@@ -145,6 +158,23 @@ def test_report_shows_tails_and_cost_against_smp(tmp_path):
     # (111 / 301 + 112 / 302) / 2
     assert "| smp2-relaxed | fast | 112 ± 6 | 0.370 ± 0.013 |" in summary
     assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_report_leaves_out_runs_without_a_metric(tmp_path):
+    """The baseline's runs trace no barrier waits (strict maintenance)."""
+    results = tlb_results()
+    results["metrics"] += ["barrier_wait_ns", "barrier_wait_p50_ns",
+                           "barrier_wait_p99_ns"]
+    for r in results["runs"]:
+        waited = r["binary"] == "fast"
+        r.update(barrier_wait_ns=1000 if waited else None,
+                 barrier_wait_p50_ns=500 if waited else None,
+                 barrier_wait_p99_ns=9000 if waited else None)
+    summary = report_of(results, tmp_path)
+    table = summary.split("## barrier_wait_ns")[1].split("##")[0]
+    assert "| smp2 | fast | 1000 ± 0 | — |" in table
+    assert "| base |" not in table
+    assert "| smp2 | fast | 3.50 ± 6.35 | 18.00 ± 0.00 |" in summary
     assert report.scaling_lines(tlb_results()) == {
         ("base", "default"): [(1, "smp1"), (2, "smp2")],
         ("fast", "default"): [(1, "smp1"), (2, "smp2")],
@@ -214,7 +244,7 @@ def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):
                 "--binary", f"a={qemu}", "--binary", f"b={QEMU}",
                 "--config", "smp2=-smp 2 -accel tcg,tb-size=64",
                 "--layout-smp", "1,4", "--layout-tb-size", "64",
-                "--out", out], timeout=600)
+                "--barrier-waits", "--out", out], timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[4/4] round 2 b" in proc.stdout
     results = json.loads((out / "results.json").read_text())
@@ -225,10 +255,14 @@ def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):
         assert r["regions"] * r["region_kib"] == 64 << 10
         assert r["region_kib"] % 2048 == 0
         assert 0 < r["buffer_anon_huge_kib"] <= r["buffer_rss_kib"]
+        # The trace saw every DSB that x-query-jit counts as a wait.
+        assert r["barrier_waits_traced"] == r["tlb_barrier_waits"] > 0
+        assert 0 < r["barrier_wait_p50_ns"] <= r["barrier_wait_p99_ns"]
     assert [(c["smp"], c["regions"]) for c in results["layout"]] == \
         [(1, 1), (4, 32)] * 2
     summary = (out / "summary.md").read_text()
     assert "ratio to a" in summary
+    assert "## barrier_wait_p99_ns" in summary
     assert results["pairs"] == {"smp2": "smp2"}
     # The binaries' commits: build/src's HEAD, without uncommitted changes.
     head = run(["git", "-C", REPO / "build" / "src", "rev-parse", "HEAD"])
