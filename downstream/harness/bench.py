@@ -121,7 +121,8 @@ OP_COLUMNS = ("{}_ns", "{}_p50_ns", "{}_p99_ns")
 # With --barrier-waits, every DSB that waited for other vCPUs, from the
 # tlb_relaxed_barrier trace event: mean, median and 99th percentile of its
 # wait in ns, as the metric "barrier_wait" beside the guest's operations.
-BARRIER_WAIT = re.compile(r"^tlb_relaxed_barrier .* waited (\d+) ns$", re.M)
+BARRIER_WAIT = re.compile(
+    r"^(?:\d+@[\d.]+:)?tlb_relaxed_barrier .* waited (\d+) ns$", re.M)
 BARRIER_COLUMNS = [c.format("barrier_wait") for c in OP_COLUMNS]
 
 
@@ -222,15 +223,23 @@ def run_once(binary, args, workload, timeout, barrier_waits=False):
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as tmp:
         trace_log = pathlib.Path(tmp) / "barrier-waits.log"
-        if barrier_waits:
-            args = ["-trace", "tlb_relaxed_barrier", "-D", str(trace_log), *args]
-        guest = start(binary, ["-no-shutdown", *args], pathlib.Path(tmp))
+        trace = ["-trace", "tlb_relaxed_barrier", "-D", str(trace_log)] \
+            if barrier_waits else []
+        guest = start(binary, [*trace, "-no-shutdown", *args],
+                      pathlib.Path(tmp))
         wall, reason = guest.wait_shutdown(timeout)
         fields = measure(guest) if wall is not None else {}
         guest.shutdown()
         if barrier_waits:
             fields.update(barrier_wait_columns(
                 trace_log.read_text() if trace_log.exists() else ""))
+            counted = fields.get("tlb_barrier_waits")
+            if counted is not None and counted != fields["barrier_waits_traced"]:
+                sys.exit(f"bench: x-query-jit counts {counted} barrier waits "
+                         f"but the trace has {fields['barrier_waits_traced']}: "
+                         f"{binary} traces no tlb_relaxed_barrier into -D "
+                         "(a build without the log trace backend, or -D "
+                         "given in a configuration?)")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     console = guest.console()
     if reason != "guest-shutdown" or not re.search(r"^booted\r?$", console, re.M):

@@ -48,7 +48,7 @@ SMP_CONFIG = re.compile(r"^smp(\d+)(?:-(.+))?$")
 
 def operations(results):
     """The tlb workload's operations: the metrics OP_ns with OP_p50_ns and
-    OP_p99_ns beside them."""
+    OP_p99_ns beside them (barrier_wait too, with bench --barrier-waits)."""
     metrics = results["metrics"]
     return [m[:-3] for m in metrics if f"{m[:-3]}_p99_ns" in metrics]
 
@@ -192,7 +192,8 @@ def summary(results, charts):
     if ops:
         lines += ["", "## Tails", "",
                   "Each run's 99th percentile of one operation over its "
-                  "median (from the guest's samples of every operation), "
+                  "median (from the guest's samples of every operation; "
+                  "barrier_wait's from QEMU's trace of every waiting DSB), "
                   "mean ± 95% CI over rounds.", "",
                   "| configuration | binary | " +
                   " | ".join(f"{op} p99 / p50" for op in ops) + " |",

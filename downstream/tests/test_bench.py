@@ -66,7 +66,7 @@ def test_barrier_waits_come_from_the_trace_log():
     log = ("tlb_relaxed_barrier cpu 1 gen 13 waited 4000 ns\n"
            "tlb_relaxed_flush cpu 0 gen 14 addr 0x0 len 0x1000 idxmap 0x3 targets 1\n"
            "tlb_relaxed_barrier cpu 0 gen 14 waited 1000 ns\n"
-           "tlb_relaxed_barrier cpu 1 gen 15 waited 2000 ns\n")
+           "4242@1763900000.123456:tlb_relaxed_barrier cpu 1 gen 15 waited 2000 ns\n")
     assert bench.barrier_wait_columns(log) == {
         "barrier_waits_traced": 3, "barrier_wait_ns": 2333,
         "barrier_wait_p50_ns": 2000, "barrier_wait_p99_ns": 3960}
@@ -158,6 +158,10 @@ def test_report_shows_tails_and_cost_against_smp(tmp_path):
     # (111 / 301 + 112 / 302) / 2
     assert "| smp2-relaxed | fast | 112 ± 6 | 0.370 ± 0.013 |" in summary
     assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")
+    assert report.scaling_lines(tlb_results()) == {
+        ("base", "default"): [(1, "smp1"), (2, "smp2")],
+        ("fast", "default"): [(1, "smp1"), (2, "smp2")],
+        ("fast", "relaxed"): [(2, "smp2-relaxed")]}
 
 
 def test_report_leaves_out_runs_without_a_metric(tmp_path):
@@ -175,10 +179,6 @@ def test_report_leaves_out_runs_without_a_metric(tmp_path):
     assert "| smp2 | fast | 1000 ± 0 | — |" in table
     assert "| base |" not in table
     assert "| smp2 | fast | 3.50 ± 6.35 | 18.00 ± 0.00 |" in summary
-    assert report.scaling_lines(tlb_results()) == {
-        ("base", "default"): [(1, "smp1"), (2, "smp2")],
-        ("fast", "default"): [(1, "smp1"), (2, "smp2")],
-        ("fast", "relaxed"): [(2, "smp2-relaxed")]}
 
 
 def test_report_refuses_a_folder_without_results(tmp_path):
@@ -235,6 +235,17 @@ def test_pairs_are_explicit(qemu, tmp_path, pair, message):
     assert proc.returncode != 0
     assert message in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_barrier_waits_that_miss_the_trace_stop_the_bench(qemu, tmp_path):
+    """A configuration's own -D takes the trace away from bench."""
+    proc = run([BENCH, "--workload", "boot", "-n", "2", "--binary",
+                f"a={qemu}", "--config", "smp2=-smp 2 -D /dev/null",
+                "--layout-smp", "1", "--layout-tb-size", "64",
+                "--barrier-waits", "--out", tmp_path / "out"], timeout=600)
+    assert proc.returncode != 0
+    assert "but the trace has 0" in proc.stderr
+    assert not (tmp_path / "out" / "results.json").exists()
 
 
 def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):

@@ -6,6 +6,7 @@ barrier that does not wait; a final DSB NSH) and Linux guests doing real
 munmap/mprotect/fork work."""
 
 import json
+import os
 import re
 import shlex
 
@@ -108,6 +109,33 @@ def test_info_jit_reports_mode(qemu, guest, mode):
         .hmp("info jit")
     assert f"TLB flush mode      {mode}" in info
     assert ("TLB barrier waits" in info) == (mode == "relaxed")
+
+
+def barrier_policy(qemu, smp, cpus=None):
+    """The "TLB barrier policy" line of info jit at -smp @smp, with QEMU
+    pinned to the host CPUs @cpus (a taskset list) if given."""
+    pin = ["taskset", "-c", cpus] if cpus else []
+    proc = run([*pin, qemu, "-M", "virt", "-cpu", "max", "-smp", str(smp),
+                "-display", "none", "-S", "-monitor", "stdio"],
+               input="info jit\nquit\n", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return re.search(r"^TLB barrier policy\s+(.*?)\r?$", proc.stdout,
+                     re.M).group(1)
+
+
+def test_barrier_sleeps_at_once_when_vcpus_outnumber_usable_host_cpus(qemu):
+    """Polling holds a host CPU that the vCPU waited for may need; the
+    host CPUs QEMU may use are its affinity, not all online CPUs."""
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < 2:
+        pytest.skip("host lacks: a second usable CPU")
+    n = len(usable)
+    assert barrier_policy(qemu, n) == \
+        f"poll up to 50 us, then sleep ({n} vCPUs, {n} host CPUs usable)"
+    assert barrier_policy(qemu, n + 1) == \
+        f"sleep at once ({n + 1} vCPUs, {n} host CPUs usable)"
+    assert barrier_policy(qemu, 2, cpus=str(usable[0])) == \
+        "sleep at once (2 vCPUs, 1 host CPUs usable)"
 
 
 def broadcast_test(tmp_path, *cflags, variant=""):
