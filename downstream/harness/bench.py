@@ -336,6 +336,7 @@ def machine():
     thp = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
     meminfo = pathlib.Path("/proc/meminfo").read_text().split()
     return {"cpu": cpu, "cpus": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)),
             "memory_gib": round(int(meminfo[1]) / 2 ** 20, 1),
             "kernel": f"Linux {platform.release()}",
             "thp": thp.read_text().strip() if thp.exists() else "absent",

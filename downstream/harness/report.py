@@ -131,7 +131,10 @@ def summary(results, charts):
         f"# {results['workload']}: {rounds} interleaved rounds",
         "",
         f"- command: `{results['command']}` ({results['date']})",
-        f"- machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gib']} GiB, "
+        f"- machine: {m['cpu']}, {m['cpus']} CPUs"
+        + (f" ({m['cpus_usable']} usable: QEMU's CPU affinity)"
+           if m.get("cpus_usable", m["cpus"]) != m["cpus"] else "")
+        + f", {m['memory_gib']} GiB, "
         f"{m['kernel']}, THP {m['thp']}",
         f"- guest: {results['guest']}; every run adds `{results['qemu_args']}`",
         "- binaries: " + ", ".join(

@@ -127,6 +127,14 @@ def test_report_writes_summary_and_charts(tmp_path):
         assert (tmp_path / chart).read_bytes().startswith(b"\x89PNG")
 
 
+def test_report_says_when_qemu_may_use_fewer_cpus_than_are_online(tmp_path):
+    results = synthetic_results()
+    assert "CPU affinity" not in report_of(results, tmp_path)
+    results["machine"]["cpus_usable"] = 1
+    assert "2 CPUs (1 usable: QEMU's CPU affinity)" in \
+        report_of(results, tmp_path)
+
+
 def tlb_results():
     """The tlb workload at -smp 1 and 2, two rounds: mprotect's mean,
     median and 99th percentile per run."""
