@@ -1,6 +1,7 @@
-"""bin/tlb-scale: run the tests/tcg tlb-broadcast test many times per -smp
-and flush mode, and the guest tlb-stress for a while per -smp, and count
-pass and fail per test case.
+"""bin/tlb-scale: run a tests/tcg TLB test (tlb-broadcast, or tlb-random,
+the randomized differential test) many times per -smp and flush mode, and
+the guest tlb-stress for a while per -smp, and count pass and fail per
+test case.
 
 This is how relaxed broadcast TLB maintenance is proven where races really
 happen: many vCPUs on as many host CPUs (-smp 8 and 16 on a 16-CPU host),
@@ -14,18 +15,24 @@ racing cases (every run must fail each of them).
   bin/tlb-scale --smp 8 --smp 16 --reps 20 --stress-seconds 60
   bin/tlb-scale --smp 2 --mode relaxed,x-tlb-barrier=off --expect-fail
   bin/tlb-scale --variant s2 --smp 4 --reps 200 --cflags=-DITERATIONS=20
+  bin/tlb-scale --variant random-64k --smp 4 --reps 50 --rounds 2000
+
+tlb-random runs take a new seed each, printed with every failing run;
+--seed replays one.
 """
 
 import argparse
 import collections
 import json
 import pathlib
+import random
 import re
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
+from typing import List, NamedTuple
 
 from . import BUILD
 
@@ -35,42 +42,67 @@ GUEST = BUILD / "guest"
 MACHINE = ["-M", "virt,gic-version=3", "-cpu", "max", "-display", "none",
            "-monitor", "none", "-nic", "none"]
 EL2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on", *MACHINE[2:]]
-# The builds of tlb-broadcast: its CFLAGS and machine.  s2 remaps at
-# stage 2 and invalidates from EL2; fb uses local TLBIs and DSB NSH under
-# HCR_EL2.FB and BSU.
-VARIANTS = {"": ([], MACHINE), "s2": (["-DSTAGE2"], EL2_MACHINE),
-            "fb": (["-DEL2_FB"], EL2_MACHINE)}
+RANDOM_MACHINE = [*MACHINE[:4], "-m", "2G", *MACHINE[4:]]
+
+
+class Variant(NamedTuple):
+    """A build of a tests/tcg TLB test: its binary, source, extra CFLAGS
+    and the machine it runs on."""
+    binary: str
+    source: str
+    cflags: List[str]
+    machine: List[str]
+
+
+# s2 remaps at stage 2 and invalidates from EL2; fb uses local TLBIs and
+# DSB NSH under HCR_EL2.FB and BSU; random is tlb-random, for each granule.
+VARIANTS = {
+    "": Variant("tlb-broadcast", "tlb-broadcast.c", [], MACHINE),
+    "s2": Variant("tlb-broadcast-s2", "tlb-broadcast.c", ["-DSTAGE2"],
+                  EL2_MACHINE),
+    "fb": Variant("tlb-broadcast-fb", "tlb-broadcast.c", ["-DEL2_FB"],
+                  EL2_MACHINE),
+    "random": Variant("tlb-random", "tlb-random.c", [], RANDOM_MACHINE),
+    "random-16k": Variant("tlb-random-16k", "tlb-random.c",
+                          ["-DGRANULE_BITS=14"], RANDOM_MACHINE),
+    "random-64k": Variant("tlb-random-64k", "tlb-random.c",
+                          ["-DGRANULE_BITS=16"], RANDOM_MACHINE),
+}
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
 
 
 def racing(name):
     """Cases whose probes race the issuer's DSB: a barrier that does not
     wait must fail them (see docs/devel/tcg-tlb-relaxed.rst)."""
-    return name.startswith(("loads:", "stores:")) and "WFI" not in name
+    return (name.startswith(("loads:", "stores:")) and "WFI" not in name) \
+        or name.endswith("CPUs spinning") or name == "random rounds"
 
 
-def build_broadcast(out, *cflags):
-    """Build tests/tcg's tlb-broadcast with extra CFLAGS into @out, on the
+def build(variant, out, *cflags):
+    """Build @variant (a VARIANTS key) with extra CFLAGS into @out, on the
     boot code of the tests/tcg build; return the compiler's process."""
+    v = VARIANTS[variant]
     return subprocess.run(
         ["aarch64-linux-gnu-gcc", "-nostdlib", "-O0", "-ffreestanding",
          "-fno-stack-protector", "-isystem",
-         str(BUILD / "src" / "tests" / "tcg" / "minilib"), *cflags,
-         str(SYSTEM_SRC / "tlb-broadcast.c"), "-o", str(out),
+         str(BUILD / "src" / "tests" / "tcg" / "minilib"), *v.cflags,
+         *cflags, str(SYSTEM_SRC / v.source), "-o", str(out),
          f"-Wl,-T{SYSTEM_SRC / 'kernel.ld'}", "-static",
          str(TCG_DIR / "boot.o"), str(TCG_DIR / "printf.o"), "-lgcc"],
         capture_output=True, text=True)
 
 
-def broadcast_once(qemu, kernel, smp, mode, timeout, machine=MACHINE):
-    """Run tlb-broadcast once; return ({case: PASS|FAIL|SKIP}, exit status,
-    seconds, output)."""
+def broadcast_once(qemu, kernel, smp, mode, timeout, machine=MACHINE,
+                   append=None):
+    """Run a TLB test once, with -append @append if given; return
+    ({case: PASS|FAIL|SKIP}, exit status, seconds, output)."""
     start = time.monotonic()
+    extra = ["-append", append] if append else []
     try:
         proc = subprocess.run(
             [*qemu, *machine, "-smp", str(smp), "-accel", f"tcg,tlb-flush={mode}",
              "-semihosting-config", "enable=on,target=native,chardev=out",
-             "-chardev", "stdio,id=out", "-kernel", str(kernel)],
+             "-chardev", "stdio,id=out", "-kernel", str(kernel), *extra],
             capture_output=True, text=True, timeout=timeout)
         out, status = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as e:
@@ -105,14 +137,27 @@ def main():
                         help="tlb-broadcast-s2 (remapped at stage 2, "
                         "invalidated from EL2) or tlb-broadcast-fb (local "
                         "TLBIs and DSB NSH under HCR_EL2.FB and BSU), both "
-                        "with -M virt,virtualization=on (default: from the "
-                        "--kernel's name)")
+                        "with -M virt,virtualization=on; tlb-random, "
+                        "tlb-random-16k or tlb-random-64k (random page "
+                        "tables and TLBIs, checked against a walk in "
+                        "software), with -m 2G (default: tlb-broadcast, or "
+                        "from the --kernel's name)")
     parser.add_argument("--kernel", type=pathlib.Path,
-                        help="the tlb-broadcast binary; default "
-                        f"{TCG_DIR}/tlb-broadcast[-VARIANT]")
+                        help="the test binary; default "
+                        f"{TCG_DIR}/tlb-broadcast[-VARIANT] or "
+                        "tlb-random[-16k|-64k]")
     parser.add_argument("--cflags", action="append", default=[],
-                        help="build tlb-broadcast with these flags instead "
+                        help="build the test with these flags instead "
                         "(e.g. -DITERATIONS=20, '-DFINAL_DSB=\"dsb nsh\"')")
+    parser.add_argument("--rounds", type=int,
+                        help="tlb-random: random rounds per run (its "
+                        "default: 200)")
+    parser.add_argument("--seed", type=int,
+                        help="tlb-random: the seed of every run (default: "
+                        "a new one per run)")
+    parser.add_argument("--append", default="",
+                        help="tlb-random: more of its command line, e.g. "
+                        "drop-tlbi or dsb-nsh")
     parser.add_argument("--smp", type=int, action="append",
                         help="vCPU count, repeatable (default 4)")
     parser.add_argument("--mode", action="append",
@@ -140,13 +185,20 @@ def main():
     if args.kernel and not args.variant:
         args.variant = next((v for v in VARIANTS
                              if v and args.kernel.name.endswith(f"-{v}")), "")
-    binary = "tlb-broadcast" + (f"-{args.variant}" if args.variant else "")
-    variant_cflags, machine = VARIANTS[args.variant or ""]
+    variant = VARIANTS[args.variant or ""]
+    binary, machine = variant.binary, variant.machine
+    is_random = variant.source == "tlb-random.c"
+    if not is_random and (args.rounds is not None or args.seed is not None
+                          or args.append):
+        parser.error("--rounds, --seed and --append are for tlb-random "
+                     "variants")
+    if args.rounds is not None and args.rounds < 0:
+        parser.error("--rounds must be at least 0")
     if args.cflags:
         args.kernel = pathlib.Path(tempfile.mkdtemp()) / binary
-        built = build_broadcast(args.kernel, *variant_cflags, *args.cflags)
+        built = build(args.variant or "", args.kernel, *args.cflags)
         if built.returncode:
-            parser.error(f"building tlb-broadcast failed:\n{built.stderr}")
+            parser.error(f"building {binary} failed:\n{built.stderr}")
     elif not args.kernel:
         args.kernel = TCG_DIR / binary
     if not args.kernel.is_file():
@@ -157,15 +209,26 @@ def main():
 
     counts = collections.defaultdict(collections.Counter)
     seconds = collections.defaultdict(list)
-    bad_runs = []
+    bad_runs, failing_seeds = [], []
     for rep in range(args.reps):
         for smp in smps:
             for mode in modes:
+                append = None
+                if is_random:
+                    seed = args.seed if args.seed is not None else \
+                        random.randrange(1, 1 << 31)
+                    append = " ".join(
+                        [f"seed={seed}", args.append] +
+                        ([f"rounds={args.rounds}"]
+                         if args.rounds is not None else [])).strip()
                 cases, status, took, out = broadcast_once(
-                    qemu, args.kernel, smp, mode, args.timeout, machine)
+                    qemu, args.kernel, smp, mode, args.timeout, machine,
+                    append)
                 seconds[smp, mode].append(took)
                 for name, res in cases.items():
                     counts[smp, mode, name][res] += 1
+                if is_random and "FAIL" in cases.values():
+                    failing_seeds.append((smp, mode, append))
                 if not cases or status is None or \
                         (status != 0) != ("FAIL" in cases.values()):
                     bad_runs.append((smp, mode, rep, out[-2000:]))
@@ -191,6 +254,8 @@ def main():
     for smp, mode, rep, tail in bad_runs:
         print(f"run {rep} at -smp {smp} {mode} died or disagreed with its "
               f"exit status:\n{tail}")
+    for smp, mode, append in failing_seeds[:20]:
+        print(f"failed at -smp {smp} {mode}: -append \"{append}\"")
 
     stress = {}
     if args.stress_seconds:
@@ -209,6 +274,8 @@ def main():
             "counts": [{"smp": s, "mode": m, "case": n, **c}
                        for (s, m, n), c in sorted(counts.items())],
             "seconds": {f"{s} {m}": t for (s, m), t in seconds.items()},
+            "failing_runs": [{"smp": s, "mode": m, "append": a}
+                             for s, m, a in failing_seeds],
             "stress": stress,
         }, indent=1) + "\n")
     print("tlb-scale:", "ok" if ok else "FAILED")

@@ -143,6 +143,8 @@ def test_build_series_rejects_unknown_arguments():
     (["--kernel", "/nonexistent"], "no /nonexistent"),
     (["--cflags=-DITERATIONS=("], "building tlb-broadcast failed"),
     (["--variant", "s3"], "invalid choice: 's3'"),
+    (["--seed", "5"], "--rounds, --seed and --append are for tlb-random"),
+    (["--variant", "random", "--rounds", "-1"], "--rounds must be at least 0"),
 ])
 def test_tlb_scale_refuses_bad_input(args, message):
     proc = run([REPO / "bin" / "tlb-scale", *args])
@@ -160,6 +162,25 @@ def test_tlb_scale_counts_a_negative_control(qemu):
     assert re.search(r"^  stores: made read-only, VALE1IS +0 pass +1 fail",
                      proc.stdout, re.M), proc.stdout
     assert proc.stdout.endswith("tlb-scale: ok\n")
+
+
+def test_tlb_scale_runs_tlb_random_with_a_seed_per_run(qemu):
+    """--variant random-64k runs tlb-random-64k; a run that fails is listed
+    with the command line that replays it, its seed included."""
+    proc = run([REPO / "bin" / "tlb-scale", "--qemu", qemu, "--smp", "2",
+                "--reps", "2", "--mode", "relaxed", "--variant",
+                "random-64k", "--rounds", "20"], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("tlb-random-64k, 2 runs")
+    assert re.search(r"^  random rounds +2 pass +0 fail", proc.stdout,
+                     re.M), proc.stdout
+    proc = run([REPO / "bin" / "tlb-scale", "--qemu", qemu, "--smp", "2",
+                "--reps", "1", "--mode", "strict", "--variant", "random",
+                "--rounds", "20", "--seed", "11", "--append", "drop-tlbi"],
+               timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert 'failed at -smp 2 strict: -append "seed=11 drop-tlbi rounds=20"' \
+        in proc.stdout
 
 
 def test_tlb_scale_runs_the_el2_variants(qemu):
