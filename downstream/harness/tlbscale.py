@@ -9,7 +9,8 @@ or, on a small host, many repetitions.  The runs are interleaved, one of
 each (-smp, mode) per repetition.  Any failing case, run that dies or
 stress run that does not print STRESS PASS makes the exit status 1, except
 with --expect-fail, for negative controls, which inverts that for the
-racing cases (every run must fail each of them).
+racing cases (each of them must fail in some run: one run on a loaded host
+can miss a race).
 
   bin/tlb-scale --smp 4 --reps 200 --cflags=-DITERATIONS=20   # here
   bin/tlb-scale --smp 8 --smp 16 --reps 20 --stress-seconds 60
@@ -173,7 +174,7 @@ def main():
                         "each -smp (default mode)")
     parser.add_argument("--expect-fail", action="store_true",
                         help="negative control: every racing case must "
-                        "fail in every run")
+                        "fail in at least one run")
     parser.add_argument("--out", type=pathlib.Path,
                         help="write results.json there")
     args = parser.parse_args()
@@ -248,7 +249,7 @@ def main():
                 print(f"  {name:40} {c['PASS']:4} pass {c['FAIL']:4} fail"
                       f"{c['SKIP']:4} skip")
                 if args.expect_fail and racing(name) and c["SKIP"] == 0:
-                    ok &= c["FAIL"] == args.reps
+                    ok &= c["FAIL"] > 0
                 elif not args.expect_fail:
                     ok &= c["FAIL"] == 0
     for smp, mode, rep, tail in bad_runs:

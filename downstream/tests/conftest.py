@@ -5,6 +5,7 @@ directory) select what is tested, by default the patched build/qemu; point
 them at build/baseline for a negative control.
 """
 
+import functools
 import os
 import pathlib
 import struct
@@ -12,6 +13,7 @@ import subprocess
 
 import pytest
 
+from harness import tlbscale
 from harness.machine import VIRT, Guest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -32,6 +34,19 @@ def qemu():
     if not QEMU.is_file():
         pytest.fail(f"{QEMU} does not exist; run 'make' first")
     return QEMU
+
+
+@functools.cache
+def tcg_tests():
+    """Build the tests/tcg aarch64 system tests that bin/tlb-scale runs,
+    and the boot code it builds variants on, once per session (test_tcg
+    builds each of them too, but later: tests must not depend on their
+    order); return their directory."""
+    if not (tlbscale.TCG_DIR / "Makefile").is_file():
+        pytest.fail(f"no tests/tcg build in {tlbscale.TCG_DIR}; run 'make'")
+    proc = run(["make", "-C", tlbscale.TCG_DIR, "all"], timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return tlbscale.TCG_DIR
 
 
 # aarch64 "b ." : the guest spins on one instruction.

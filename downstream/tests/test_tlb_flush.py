@@ -12,12 +12,11 @@ import shlex
 
 import pytest
 
-from conftest import BUILD, run
+from conftest import BUILD, run, tcg_tests
 from harness import tlbscale
 from harness.machine import VIRT, Guest
 
 GUEST = BUILD / "guest"
-TCG_DIR = tlbscale.TCG_DIR
 
 
 def qemu_args(qemu, *args):
@@ -144,8 +143,7 @@ def test_barrier_sleeps_at_once_when_vcpus_outnumber_usable_host_cpus(qemu):
 def broadcast_test(tmp_path, *cflags, variant=""):
     """Build tests/tcg's tlb-broadcast, or its tlbscale.VARIANTS
     @variant, with extra CFLAGS."""
-    if not (TCG_DIR / "boot.o").is_file():
-        pytest.fail(f"no tests/tcg build in {TCG_DIR}")
+    tcg_tests()
     out = tmp_path / "tlb-broadcast"
     proc = tlbscale.build(variant, out, *cflags)
     assert proc.returncode == 0, proc.stderr
@@ -170,6 +168,32 @@ def probe_tests(outcome):
     """The cases whose probes race the issuer's DSB and ran."""
     return {name: res for name, res in outcome.items()
             if tlbscale.racing(name) and res != "SKIP"}
+
+
+# Runs a negative control that races the DSB gets.  One run on a loaded
+# 2-CPU host can miss a race: CI once saw "stores: break-before-make" of
+# tlb-broadcast-s2 pass with x-tlb-barrier=off while its other racing
+# cases failed.
+RACING_TRIES = 3
+
+
+def assert_every_racing_case_fails(run_once, n_racing):
+    """Negative control: each of the @n_racing racing cases of the test
+    that @run_once runs fails in one of RACING_TRIES runs at most, and each
+    run's exit status says whether it failed; return the last run's
+    process."""
+    failed = set()
+    for _ in range(RACING_TRIES):
+        proc = run_once()
+        outcome = probe_tests(results(proc.stdout))
+        assert len(outcome) == n_racing, proc.stdout
+        assert (proc.returncode != 0) == ("FAIL" in outcome.values()), \
+            proc.stdout
+        failed |= {name for name, res in outcome.items() if res == "FAIL"}
+        if len(failed) == n_racing:
+            return proc
+    assert failed == set(outcome), proc.stdout
+    return proc
 
 
 # Per build of tlb-broadcast (tlbscale.VARIANTS): its first case and how
@@ -198,15 +222,13 @@ def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, variant):
 def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path,
                                                             variant):
     """Negative control: with x-tlb-barrier=off every test whose probe
-    races the DSB fails, every run; strict mode with the same binary passes
+    races the DSB fails; strict mode with the same binary passes
     (run-tlb-broadcast[-s2|-fb]-smp2-strict)."""
     _, n_racing = VARIANTS[variant]
-    proc = run_broadcast(qemu, broadcast_test(tmp_path, variant=variant), 2,
-                         "relaxed,x-tlb-barrier=off", variant)
-    outcome = probe_tests(results(proc.stdout))
-    assert len(outcome) == n_racing, proc.stdout
-    assert set(outcome.values()) == {"FAIL"}, proc.stdout
-    assert proc.returncode != 0
+    kernel = broadcast_test(tmp_path, variant=variant)
+    assert_every_racing_case_fails(
+        lambda: run_broadcast(qemu, kernel, 2, "relaxed,x-tlb-barrier=off",
+                              variant), n_racing)
 
 
 @pytest.mark.parametrize("variant", ["", "s2"], **VARIANT_IDS)
@@ -218,18 +240,18 @@ def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, variant):
     TLBI at once.  So the tests see a missing wait, not a missing TLBI.
     The same holds for the barrier at EL2 of tlb-broadcast-s2."""
     _, n_racing = VARIANTS[variant]
-    proc = run_broadcast(qemu, broadcast_test(tmp_path,
-                                              '-DFINAL_DSB="dsb nsh"',
-                                              variant=variant),
-                         2, mode, variant)
-    assert "final dsb nsh" in proc.stdout
-    outcome = probe_tests(results(proc.stdout))
-    assert len(outcome) == n_racing, proc.stdout
+    kernel = broadcast_test(tmp_path, '-DFINAL_DSB="dsb nsh"',
+                            variant=variant)
+    def run_once():
+        return run_broadcast(qemu, kernel, 2, mode, variant)
     if mode == "strict":
+        proc = run_once()
+        assert len(probe_tests(results(proc.stdout))) == n_racing, \
+            proc.stdout
         assert proc.returncode == 0, proc.stdout
     else:
-        assert set(outcome.values()) == {"FAIL"}, proc.stdout
-        assert proc.returncode != 0
+        proc = assert_every_racing_case_fails(run_once, n_racing)
+    assert "final dsb nsh" in proc.stdout
 
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
@@ -254,10 +276,7 @@ RANDOM_VARIANTS = ["random", "random-16k", "random-64k"]
 
 
 def random_test(variant):
-    kernel = TCG_DIR / tlbscale.VARIANTS[variant].binary
-    if not kernel.is_file():
-        pytest.fail(f"no {kernel}: no tests/tcg build")
-    return kernel
+    return tcg_tests() / tlbscale.VARIANTS[variant].binary
 
 
 def run_random(qemu, variant, mode, append):
@@ -288,11 +307,8 @@ def test_random_check_fails_if_the_barrier_does_not_wait(qemu, knob,
     completes every TLBI at once, passes."""
     mode, append = ("relaxed,x-tlb-barrier=off", "") \
         if knob == "x-tlb-barrier=off" else ("relaxed", "dsb-nsh")
-    proc = run_random(qemu, variant, mode, f"{append} rounds=200")
-    outcome = probe_tests(results(proc.stdout))
-    assert len(outcome) == 4, proc.stdout
-    assert set(outcome.values()) == {"FAIL"}, proc.stdout
-    assert proc.returncode != 0
+    assert_every_racing_case_fails(
+        lambda: run_random(qemu, variant, mode, f"{append} rounds=200"), 4)
     if knob == "dsb-nsh":
         proc = run_random(qemu, variant, "strict", "dsb-nsh rounds=200")
         assert "final DSB NSH" in proc.stdout
