@@ -44,6 +44,7 @@ MACHINE = ["-M", "virt,gic-version=3", "-cpu", "max", "-display", "none",
            "-monitor", "none", "-nic", "none"]
 EL2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on", *MACHINE[2:]]
 RANDOM_MACHINE = [*MACHINE[:4], "-m", "2G", *MACHINE[4:]]
+RANDOM_EL2_MACHINE = [*EL2_MACHINE[:4], "-m", "2G", *EL2_MACHINE[4:]]
 
 
 class Variant(NamedTuple):
@@ -56,7 +57,8 @@ class Variant(NamedTuple):
 
 
 # s2 remaps at stage 2 and invalidates from EL2; fb uses local TLBIs and
-# DSB NSH under HCR_EL2.FB and BSU; random is tlb-random, for each granule.
+# DSB NSH under HCR_EL2.FB and BSU; random is tlb-random, for each granule
+# and at stage 2.
 VARIANTS = {
     "": Variant("tlb-broadcast", "tlb-broadcast.c", [], MACHINE),
     "s2": Variant("tlb-broadcast-s2", "tlb-broadcast.c", ["-DSTAGE2"],
@@ -68,6 +70,8 @@ VARIANTS = {
                           ["-DGRANULE_BITS=14"], RANDOM_MACHINE),
     "random-64k": Variant("tlb-random-64k", "tlb-random.c",
                           ["-DGRANULE_BITS=16"], RANDOM_MACHINE),
+    "random-s2": Variant("tlb-random-s2", "tlb-random.c", ["-DSTAGE2"],
+                         RANDOM_EL2_MACHINE),
 }
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
 
@@ -141,12 +145,13 @@ def main():
                         "with -M virt,virtualization=on; tlb-random, "
                         "tlb-random-16k or tlb-random-64k (random page "
                         "tables and TLBIs, checked against a walk in "
-                        "software), with -m 2G (default: tlb-broadcast, or "
-                        "from the --kernel's name)")
+                        "software), with -m 2G, or tlb-random-s2 (at stage "
+                        "2, with both) (default: tlb-broadcast, or from "
+                        "the --kernel's name)")
     parser.add_argument("--kernel", type=pathlib.Path,
                         help="the test binary; default "
                         f"{TCG_DIR}/tlb-broadcast[-VARIANT] or "
-                        "tlb-random[-16k|-64k]")
+                        "tlb-random[-16k|-64k|-s2]")
     parser.add_argument("--cflags", action="append", default=[],
                         help="build the test with these flags instead "
                         "(e.g. -DITERATIONS=20, '-DFINAL_DSB=\"dsb nsh\"')")
@@ -184,8 +189,9 @@ def main():
     if any(n < 2 for n in smps) or args.reps < 1:
         parser.error("--smp must be at least 2 and --reps at least 1")
     if args.kernel and not args.variant:
-        args.variant = next((v for v in VARIANTS
-                             if v and args.kernel.name.endswith(f"-{v}")), "")
+        args.variant = max((v for v in VARIANTS
+                            if v and args.kernel.name.endswith(f"-{v}")),
+                           key=len, default="")
     variant = VARIANTS[args.variant or ""]
     binary, machine = variant.binary, variant.machine
     is_random = variant.source == "tlb-random.c"

@@ -272,7 +272,7 @@ def test_broadcast_check_with_an_aarch32_barrier(qemu, tmp_path, mode,
 
 
 # tests/tcg's tlb-random, per granule (tlbscale.VARIANTS).
-RANDOM_VARIANTS = ["random", "random-16k", "random-64k"]
+RANDOM_VARIANTS = ["random", "random-16k", "random-64k", "random-s2"]
 
 
 def random_test(variant):
