@@ -6,6 +6,11 @@ Workloads:
   debian  boot build/image (make image) to power-off with snapshot=on
   boot    boot Debian's kernel with an initramfs whose init powers off
   tlb     the in-guest TLB micro-benchmarks, downstream/guest/tlb-bench.c
+  stress  stress-ng in build/image: groups of stressors that make Linux
+          issue broadcast TLB maintenance, each group for --stress-seconds
+          with --verify, one worker per stressor and vCPU; the metric of a
+          group is its stressors' bogo-ops per second summed (higher is
+          better).  A stressor that fails its verification stops bench.
 
 Every round runs each (binary, configuration) pair once, in the same order,
 so that drift of the host hits all pairs alike (A B A B ...).  Before the
@@ -48,7 +53,7 @@ from qemu.machine.machine import QEMUMachineError
 from . import BUILD, report, smaps, stats
 from .machine import VIRT, Guest
 
-MACHINE = [*VIRT, "-m", "1G"]
+MACHINE = VIRT
 
 # Debian's kernel and the initramfs of bin/guest-kernel, whose /init powers
 # off and which also holds /tlb-bench and /tlb-stress.
@@ -57,25 +62,41 @@ GUEST_KERNEL = {
     "files": {"-kernel": "vmlinuz", "-initrd": "initrd.cpio"},
 }
 
-# The -smp values of the tlb workload unless --smp names others.
+# The -smp values of the tlb and stress workloads unless --smp names others.
 TLB_SMP = (1, 2, 4)
 
+# The stress workload's groups, run one after another in each boot: the
+# stressors of a group run together (stress.groups= of
+# downstream/guest/stress-init).  Each makes Linux issue broadcast TLB
+# maintenance: shootdowns, permission changes and remaps, address spaces
+# torn down, unmapped and discarded memory.
+STRESS_GROUPS = ("tlb-shootdown", "mprotect+mremap", "fork+vm", "mmap",
+                 "madvise+memfd")
 
-def tlb_configs(smps):
+
+def stress_metric(group):
+    return re.sub(r"\W", "_", group) + "_ops_s"
+
+
+def stress_append(groups, seconds):
+    return ("root=/dev/vda console=ttyAMA0 panic=-1 quiet "
+            "init=/sbin/stress-init stress.groups=" + ":".join(groups)
+            + f" stress.seconds={seconds}")
+
+
+def tlb_configs(smps, modes=("strict", "relaxed")):
     """"smpN" is each binary's default: upstream's strict maintenance on
-    the baseline, relaxed (our default for Arm) on ours.  Both modes are
+    the baseline, relaxed (our default for Arm) on ours.  The modes are
     also named, and compared with the baseline's smpN."""
     return [f"smp{n}{suffix}=-smp {n}{accel}"
             for n in smps
-            for suffix, accel in (("", ""),
-                                  ("-strict", " -accel tcg,tlb-flush=strict"),
-                                  ("-relaxed",
-                                   " -accel tcg,tlb-flush=relaxed"))]
+            for suffix, accel in (("", ""), *((f"-{mode}",
+                                               f" -accel tcg,tlb-flush={mode}")
+                                              for mode in modes))]
 
 
-def tlb_pairs(smps):
-    return [f"smp{n}-{mode}=smp{n}" for n in smps
-            for mode in ("strict", "relaxed")]
+def tlb_pairs(smps, modes=("strict", "relaxed")):
+    return [f"smp{n}-{mode}=smp{n}" for n in smps for mode in modes]
 
 
 WORKLOADS = {
@@ -112,7 +133,26 @@ WORKLOADS = {
         "pairs": tlb_pairs(TLB_SMP),
         "results": ("mprotect", "munmap", "fork"),
     },
+    "stress": {
+        "folder": BUILD / "image", "make": "make image",
+        "files": {"-kernel": "vmlinuz", "-initrd": "initrd.img"},
+        "drive": "rootfs.ext4",
+        "append": stress_append(STRESS_GROUPS, 10),
+        "memory": "2G",
+        "done": r"^stress done\r?$",
+        # Our smpN is the default, relaxed: only strict is named.
+        "configs": tlb_configs(TLB_SMP, ("strict",)),
+        "pairs": tlb_pairs(TLB_SMP, ("strict",)),
+        "modes": ("strict",),
+        "stress": STRESS_GROUPS,
+    },
 }
+
+# A stress-ng metrics line: stressor, bogo ops, real, user and system
+# time, bogo ops/s of real time, of user and system time.
+STRESS_METRIC = re.compile(
+    r"^stress-ng: metrc: \[\d+\] (\S+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+"
+    r"[\d.]+\s+([\d.]+)\s+[\d.]+\s*$", re.M)
 
 # What the guest's tlb-bench reports per operation: mean, median and 99th
 # percentile of the time one operation took, in ns.
@@ -209,7 +249,8 @@ def probe(binary, args):
     (None, QEMU's complaint)."""
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            guest = start(binary, ["-S", *args], pathlib.Path(tmp))
+            guest = start(binary, ["-S", "-m", "1G", *args],
+                          pathlib.Path(tmp))
         except RuntimeError as e:
             return None, str(e)
         fields = measure(guest)
@@ -242,7 +283,8 @@ def run_once(binary, args, workload, timeout, barrier_waits=False):
                          "given in a configuration?)")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     console = guest.console()
-    if reason != "guest-shutdown" or not re.search(r"^booted\r?$", console, re.M):
+    done = workload.get("done", r"^booted\r?$")
+    if reason != "guest-shutdown" or not re.search(done, console, re.M):
         sys.exit(f"bench: the guest did not boot and power off ({reason}):\n"
                  f"{shlex.join([str(binary), *map(str, args)])}\n"
                  f"{console[-3000:]}")
@@ -264,7 +306,46 @@ def run_once(binary, args, workload, timeout, barrier_waits=False):
                      "percentiles; rebuild the initramfs with bin/guest-kernel")
         for column, value in zip(OP_COLUMNS, m.groups()):
             row[column.format(op)] = int(value)
+    for group in workload.get("stress", ()):
+        row[stress_metric(group)] = stress_ops(console, group, binary, args)
     return row
+
+
+def stress_ops(console, group, binary, args):
+    """The bogo-ops/s of group's stressors in one boot's console, summed;
+    exit if stress-ng failed (a --verify error is a wrong translation)."""
+    m = re.search(rf"^stress group {re.escape(group)}\r?$(.*?)"
+                  rf"^stress group {re.escape(group)} exit (\d+)\r?$",
+                  console, re.M | re.S)
+    if not m:
+        sys.exit(f"bench: the guest ran no stress group {group}; rebuild "
+                 "the image with make image")
+    metrics = STRESS_METRIC.findall(m.group(1))
+    if m.group(2) != "0" or not metrics:
+        sys.exit(f"bench: stress-ng failed group {group} (exit {m.group(2)}):\n"
+                 f"{shlex.join([str(binary), *map(str, args)])}\n"
+                 f"{m.group(1)[-3000:]}")
+    return round(sum(float(ops_s) for _, _, ops_s in metrics), 2)
+
+
+class BusyHost:
+    """n processes that keep host CPUs busy, the way other jobs keep a CI
+    runner or a laptop busy, while the block runs."""
+
+    def __init__(self, n):
+        self.n = n
+        self.procs = []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c",
+                                        "while True: pass"])
+                      for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
 
 
 def workload_args(workload, folder, who):
@@ -281,7 +362,8 @@ def workload_args(workload, folder, who):
         if option == "-drive":
             path = f"file={path},format=raw,if=virtio,snapshot=on"
         args += [option, path]
-    return [*args, "-no-reboot", "-append", workload["append"]]
+    return [*args, "-m", workload.get("memory", "1G"), "-no-reboot",
+            "-append", workload["append"]]
 
 
 def parse_pairs(items, what):
@@ -382,8 +464,21 @@ def main():
                         "NAME with its namesake, which the reference must "
                         "run)")
     parser.add_argument("--smp", type=int_list, metavar="N,...",
-                        help="-smp values of the tlb workload's "
+                        help="-smp values of the tlb and stress workloads' "
                         "configurations (default: 1,2,4)")
+    parser.add_argument("--el2", action="store_true",
+                        help="boot Linux at EL2 (-M virtualization=on): "
+                        "Debian's kernel then runs with VHE")
+    parser.add_argument("--stress-seconds", type=int, default=10,
+                        metavar="S", help="seconds each stress group runs "
+                        "(default: %(default)s)")
+    parser.add_argument("--stress-groups", metavar="G:G...",
+                        default=":".join(STRESS_GROUPS),
+                        help="the stress groups, each stressor+stressor... "
+                        "(default: %(default)s)")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="keep N host CPUs busy with other processes "
+                        "while every run runs (default: %(default)s)")
     parser.add_argument("--guest", type=pathlib.Path,
                         help="folder with the workload's kernel, initrd and "
                         "image (default: build/image, or build/guest for "
@@ -407,14 +502,26 @@ def main():
     args = parser.parse_args()
 
     workload = WORKLOADS[args.workload]
+    if args.stress_seconds < 1:
+        sys.exit("bench: --stress-seconds must be at least 1")
+    if args.busy < 0:
+        sys.exit("bench: --busy must be at least 0")
+    groups = args.stress_groups.split(":")
+    if not all(re.fullmatch(r"[a-z0-9-]+(\+[a-z0-9-]+)*", g) for g in groups):
+        sys.exit(f"bench: --stress-groups '{args.stress_groups}' is not "
+                 "stressor+stressor:...")
+    if args.workload == "stress":
+        workload = {**workload, "stress": groups,
+                    "append": stress_append(groups, args.stress_seconds)}
     if args.smp:
-        if args.workload != "tlb" or args.config:
-            sys.exit("bench: --smp sets the tlb workload's configurations; "
-                     "it takes no --config")
+        if args.workload not in ("tlb", "stress") or args.config:
+            sys.exit("bench: --smp sets the tlb and stress workloads' "
+                     "configurations; it takes no --config")
         if min(args.smp) < 1 or len(set(args.smp)) < len(args.smp):
             sys.exit("bench: --smp values must be distinct and at least 1")
-        workload = {**workload, "configs": tlb_configs(args.smp),
-                    "pairs": tlb_pairs(args.smp)}
+        modes = workload.get("modes", ("strict", "relaxed"))
+        workload = {**workload, "configs": tlb_configs(args.smp, modes),
+                    "pairs": tlb_pairs(args.smp, modes)}
     binaries = parse_pairs(args.binary or [
         f"baseline={BUILD / 'baseline' / 'qemu-system-aarch64'}",
         f"qemu={BUILD / 'qemu' / 'qemu-system-aarch64'}"], "binary")
@@ -429,6 +536,8 @@ def main():
             sys.exit(f"bench: binary {name}={path} is not an executable")
     guest = args.guest or workload["folder"]
     guest_args = workload_args(workload, guest, "bench")
+    if args.el2:
+        guest_args = ["-M", "virtualization=on", *guest_args]
 
     plan = []
     for cname, cargs in configs:
@@ -459,15 +568,18 @@ def main():
     rows = []
     total = args.runs * len(plan)
     began = time.monotonic()
-    for rnd in range(1, args.runs + 1):
-        for bname, path, cname, cargs in plan:
-            row = run_once(path, [*cargs, *guest_args], workload,
-                           args.timeout, args.barrier_waits)
-            rows.append({"round": rnd, "binary": bname, "config": cname, **row})
-            eta = (time.monotonic() - began) / len(rows) * (total - len(rows))
-            print(f"[{len(rows)}/{total}] round {rnd} {bname:10} {cname:22} "
-                  f"wall {row['wall_s']:7.2f} s  ETA {eta / 60:5.1f} min",
-                  flush=True)
+    with BusyHost(args.busy):
+        for rnd in range(1, args.runs + 1):
+            for bname, path, cname, cargs in plan:
+                row = run_once(path, [*cargs, *guest_args], workload,
+                               args.timeout, args.barrier_waits)
+                rows.append({"round": rnd, "binary": bname, "config": cname,
+                             **row})
+                eta = (time.monotonic() - began) / len(rows) * \
+                    (total - len(rows))
+                print(f"[{len(rows)}/{total}] round {rnd} {bname:10} "
+                      f"{cname:22} wall {row['wall_s']:7.2f} s  "
+                      f"ETA {eta / 60:5.1f} min", flush=True)
 
     print("bench: probing the region layout grid", flush=True)
     results = {
@@ -475,6 +587,7 @@ def main():
         "command": shlex.join(sys.argv),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine(),
+        "busy_host_processes": args.busy,
         "guest": str(guest),
         "qemu_args": shlex.join([*MACHINE, *map(str, guest_args)]),
         "binaries": dict(binaries),
@@ -484,6 +597,7 @@ def main():
         "metrics": ["wall_s"] + [column.format(op)
                                  for op in workload.get("results", ())
                                  for column in OP_COLUMNS]
+                   + [stress_metric(g) for g in workload.get("stress", ())]
                    + (BARRIER_COLUMNS if args.barrier_waits else []),
         "runs": rows,
         "layout": layout_grid(binaries, args.layout_smp, args.layout_tb_size),

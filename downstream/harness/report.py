@@ -135,7 +135,9 @@ def summary(results, charts):
         + (f" ({m['cpus_usable']} usable: QEMU's CPU affinity)"
            if m.get("cpus_usable", m["cpus"]) != m["cpus"] else "")
         + f", {m['memory_gib']} GiB, "
-        f"{m['kernel']}, THP {m['thp']}",
+        f"{m['kernel']}, THP {m['thp']}"
+        + (f"; {results['busy_host_processes']} other processes kept "
+           "host CPUs busy" if results.get("busy_host_processes") else ""),
         f"- guest: {results['guest']}; every run adds `{results['qemu_args']}`",
         "- binaries: " + ", ".join(
             f"{n}=`{p}` ({sources.get(n) or 'source unknown'})"
@@ -149,6 +151,8 @@ def summary(results, charts):
         digits = 3 if metric.endswith("_s") else 0
         lines += ["", f"## {metric}", "",
                   f"![{metric}]({charts[metric].name})", "",
+                  *(["Bogo-ops per second: higher is better.", ""]
+                    if metric.endswith("_ops_s") else []),
                   f"| configuration | binary | {metric}, mean ± 95% CI "
                   f"| ratio to {ref}, mean ± 95% CI |",
                   "|---|---|---|---|"]
@@ -162,6 +166,7 @@ def summary(results, charts):
                          f"{fmt(ci, digits)} | " +
                          (f"{ratio[0]:.3f} ± {ratio[1]:.3f}" if ratio else "—")
                          + " |")
+    lines += mode_ratios(results, runs)
     lines += ["", "## CPU time, ratio to " + ref, "",
               "QEMU's user and system CPU time per run, as per-round ratios "
               "(mean ± 95% CI) like the wall time's.", "",
@@ -224,6 +229,36 @@ def summary(results, charts):
                   "guard pages split the buffer). Green cells hold whole 2 MiB "
                   "huge pages.", "", f"![regions]({charts['regions'].name})"]
     return "\n".join(lines) + "\n"
+
+
+def mode_ratios(results, runs):
+    """Lines of a table: per binary, its smpN (default) and smpN-relaxed
+    runs against its own smpN-strict run of the same round."""
+    rows = []
+    for config, binary in dict.fromkeys((r["config"], r["binary"])
+                                        for r in runs):
+        m = SMP_CONFIG.match(config)
+        strict = f"smp{m[1]}-strict" if m else None
+        if not m or m[2] not in (None, "relaxed") or \
+                not any(r["config"] == strict and r["binary"] == binary
+                        for r in runs):
+            continue
+        cells = []
+        for metric in results["metrics"]:
+            ratio = stats.ratio_ci(by_round(runs, binary, config, metric),
+                                   by_round(runs, binary, strict, metric))
+            cells.append(f"{ratio[0]:.3f} ± {ratio[1]:.3f}"
+                         if ratio and not math.isnan(ratio[0]) else "—")
+        rows.append(f"| {config} / {strict} | {binary} | " +
+                    " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["", "## Against strict on the same binary", "",
+            "Per-round ratios (mean ± 95% CI) of the default (smpN) and of "
+            "relaxed to strict maintenance, each binary against itself. "
+            "Below 1 is faster for times, above 1 for bogo-ops/s.", "",
+            "| configurations | binary | " + " | ".join(results["metrics"])
+            + " |", "|---|---|" + "---|" * len(results["metrics"]), *rows]
 
 
 def bar_chart(results, metric, path):

@@ -206,7 +206,10 @@ def test_report_refuses_a_folder_without_results(tmp_path):
     (["--workload", "boot", "--binary", "a=/bin/true", "--config",
       "x@nope=-smp 1"], "names unknown binary nope"),
     (["--binary", "a=/bin/true", "--pair", "x"], "is not NAME=VALUE"),
-    (["--workload", "boot", "--smp", "1,2"], "--smp sets the tlb workload's"),
+    (["--workload", "boot", "--smp", "1,2"], "--smp sets the tlb and stress"),
+    (["--stress-seconds", "0"], "--stress-seconds must be at least 1"),
+    (["--busy", "-1"], "--busy must be at least 0"),
+    (["--stress-groups", "mprotect:fork vm"], "is not stressor+stressor"),
     (["--workload", "tlb", "--smp", "0,2"], "--smp values must be distinct"),
     (["--workload", "tlb", "--smp", "2,2"], "--smp values must be distinct"),
 ])
@@ -287,3 +290,76 @@ def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):
     head = run(["git", "-C", REPO / "build" / "src", "rev-parse", "HEAD"])
     assert results["binary_sources"]["a"] == head.stdout.strip()
     assert (out / "results.csv").read_text().startswith("round,binary,config,wall_s")
+
+
+STRESS_CONSOLE = """stress group mprotect+mremap
+stress-ng: info:  [162] dispatching hogs: 2 mprotect, 2 mremap
+stress-ng: metrc: [162] stressor       bogo ops real time  usr time  sys time   bogo ops/s     bogo ops/s
+stress-ng: metrc: [162]                           (secs)    (secs)    (secs)   (real time) (usr+sys time)
+stress-ng: metrc: [162] mprotect         4100      3.05      2.90      3.11      1344.26         682.20
+stress-ng: metrc: [162] mremap              2      3.10      0.26      0.30         0.65           3.57
+stress-ng: metrc: [162] miscellaneous metrics:
+stress-ng: metrc: [162] mremap           2365633.65 nanosecs per mremap call (geometic mean of 2 instances)
+stress group mprotect+mremap exit {status}
+stress done"""
+
+
+def test_a_stress_group_sums_its_stressors_bogo_ops_per_second():
+    console = STRESS_CONSOLE.format(status=0)
+    assert bench.stress_ops(console, "mprotect+mremap", "q", []) == 1344.91
+    assert bench.stress_metric("mprotect+mremap") == "mprotect_mremap_ops_s"
+    assert bench.stress_metric("tlb-shootdown") == "tlb_shootdown_ops_s"
+
+
+@pytest.mark.parametrize("console, message", [
+    (STRESS_CONSOLE.format(status=2), "stress-ng failed group mprotect+mremap"),
+    ("stress done", "ran no stress group mprotect+mremap"),
+])
+def test_a_failed_or_missing_stress_group_stops_the_bench(console, message,
+                                                          capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.stress_ops(console, "mprotect+mremap", "q", [])
+    assert message in str(e.value)
+
+
+def test_report_compares_the_default_with_strict_on_one_binary(tmp_path):
+    results = tlb_results()
+    for rnd in (1, 2):
+        results["runs"].append({"round": rnd, "binary": "fast",
+                                "config": "smp2-strict", "wall_s": 2.0,
+                                "mprotect_ns": 240 + 2 * rnd,
+                                "mprotect_p50_ns": 240,
+                                "mprotect_p99_ns": 480})
+    results["configs"]["smp2-strict"] = "-smp 2 -accel tcg,tlb-flush=strict"
+    results["pairs"]["smp2-strict"] = "smp2"
+    summary = report_of(results, tmp_path)
+    table = summary.split("## Against strict on the same binary")[1] \
+        .split("##")[0]
+    # wall 1.0 / 2.0; mprotect (121 / 242 + 122 / 244) / 2 = 0.5
+    assert "| smp2 / smp2-strict | fast | 0.500 ± 0.000 | 0.500 ± 0.000 |" \
+        in table
+    # (111 / 242 + 112 / 244) / 2
+    assert "| smp2-relaxed / smp2-strict | fast | 0.500 ± 0.000 | 0.459 ± " \
+        in table
+    assert "| base |" not in table
+
+
+def test_stress_runs_stress_ng_in_the_image_on_a_busy_host(qemu, tmp_path):
+    """One short round of one group in each mode, with a host process
+    keeping a host CPU busy: each run reports its group's bogo-ops/s."""
+    out = tmp_path / "out"
+    proc = run([BENCH, "--workload", "stress", "-n", "2", "--smp", "2",
+                "--binary", f"q={qemu}", "--stress-groups", "mprotect",
+                "--stress-seconds", "2", "--busy", "1",
+                "--layout-smp", "1", "--layout-tb-size", "64",
+                "--out", out], timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["busy_host_processes"] == 1
+    assert results["metrics"] == ["wall_s", "mprotect_ops_s"]
+    assert sorted({r["config"] for r in results["runs"]}) == \
+        ["smp2", "smp2-strict"]
+    assert all(r["mprotect_ops_s"] > 0 for r in results["runs"])
+    summary = (out / "summary.md").read_text()
+    assert "1 other processes kept host CPUs busy" in summary
+    assert "| smp2 / smp2-strict | q |" in summary

@@ -124,20 +124,31 @@ def barrier_policy(qemu, smp, cpus=None):
                      re.M).group(1)
 
 
-def test_barrier_sleeps_at_once_when_vcpus_outnumber_usable_host_cpus(qemu):
-    """Polling holds a host CPU that the vCPU waited for may need; the
-    host CPUs QEMU may use are its affinity, not all online CPUs."""
+def test_barrier_policy_is_decided_at_run_time_not_at_start(qemu):
+    """Whether a barrier polls depends on the waits each vCPU sees, not on
+    -smp against QEMU's CPU affinity at start-up, which cannot see a busy
+    host: every vCPU starts polling, however many there are."""
     usable = sorted(os.sched_getaffinity(0))
     n = len(usable)
-    assert barrier_policy(qemu, n) == \
-        f"poll up to 50 us, then sleep (up to {n} vCPUs, {n} host CPUs usable)"
-    assert barrier_policy(qemu, n + 1) == \
-        f"sleep at once (up to {n + 1} vCPUs, {n} host CPUs usable)"
-    if os.cpu_count() < 2:
-        pytest.skip("host lacks: a second CPU, to run QEMU on fewer CPUs "
-                    "than are online")
-    assert barrier_policy(qemu, 2, cpus={usable[0]}) == \
-        "sleep at once (up to 2 vCPUs, 1 host CPUs usable)"
+    for smp, cpus in ((n, None), (n + 1, None), (2, {usable[0]})):
+        assert barrier_policy(qemu, smp, cpus) == \
+            "poll up to 50 us while waits are that short, else sleep at " \
+            f"once ({smp} of {smp} vCPUs poll now)"
+
+
+@pytest.mark.parametrize("args, why", [
+    ([], "relaxed (default: every CPU supports relaxed)"),
+    (["-accel", "tcg,tlb-flush=relaxed"], "relaxed (tlb-flush=relaxed)"),
+    (["-accel", "tcg,tlb-flush=strict"], "strict (tlb-flush=strict)"),
+    (["-icount", "shift=0"], "strict (icount or record/replay)"),
+    (["-M", "mps2-an385"],
+     "strict (default: CPU type cortex-m3-arm-cpu needs strict)"),
+])
+def test_info_jit_says_why_the_mode_is_in_force(qemu, args, why):
+    board = [] if "-M" in args else ["-M", "virt", "-cpu", "max"]
+    proc = monitor_session(qemu, *board, *args)
+    assert proc.returncode == 0, proc.stderr
+    assert f"TLB flush mode      {why}\n" in proc.stdout.replace("\r", "")
 
 
 def broadcast_test(tmp_path, *cflags, variant=""):
