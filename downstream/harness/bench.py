@@ -50,7 +50,7 @@ import time
 
 from qemu.machine.machine import QEMUMachineError
 
-from . import BUILD, report, smaps, stats
+from . import BUILD, REPO, report, smaps, stats
 from .machine import VIRT, Guest
 
 MACHINE = VIRT
@@ -366,6 +366,12 @@ def workload_args(workload, folder, who):
             "-append", workload["append"]]
 
 
+def repo_relative(text):
+    """@text with this repository's absolute path made relative to it, so
+    that results.json does not name the machine's folders."""
+    return str(text).replace(f"{REPO}/", "")
+
+
 def parse_pairs(items, what):
     pairs = []
     for item in items:
@@ -584,13 +590,13 @@ def main():
     print("bench: probing the region layout grid", flush=True)
     results = {
         "workload": args.workload,
-        "command": shlex.join(sys.argv),
+        "command": repo_relative(shlex.join(["bin/bench", *sys.argv[1:]])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine(),
         "busy_host_processes": args.busy,
-        "guest": str(guest),
-        "qemu_args": shlex.join([*MACHINE, *map(str, guest_args)]),
-        "binaries": dict(binaries),
+        "guest": repo_relative(guest),
+        "qemu_args": repo_relative(shlex.join([*MACHINE, *map(str, guest_args)])),
+        "binaries": {n: repo_relative(p) for n, p in binaries},
         "binary_sources": {n: binary_source(p) for n, p in binaries},
         "pairs": ref_pairs,
         "configs": {c.partition("@")[0]: a for c, a in configs},

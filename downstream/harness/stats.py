@@ -42,8 +42,10 @@ def quantile(samples: Sequence[float], q: float) -> float:
 
 def round_ratios(mine: Dict[int, float],
                  theirs: Dict[int, float]) -> List[float]:
-    """Per-round ratios mine/theirs over the rounds both have."""
-    return [mine[k] / theirs[k] for k in sorted(mine) if k in theirs]
+    """Per-round ratios mine/theirs over the rounds both have, leaving
+    out rounds where theirs is 0 (a stressor that made no bogo-op)."""
+    return [mine[k] / theirs[k] for k in sorted(mine)
+            if k in theirs and theirs[k]]
 
 
 def ratio_ci(mine: Dict[int, float],
