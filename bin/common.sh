@@ -23,11 +23,19 @@ QEMU_CONFIGURE_ARGS=(--python="$VENV/bin/python3" --disable-download
     --enable-tcg --enable-fdt=system --disable-docs
     --firmwarepath="$FIRMWARE_PATH" --gdb=/usr/bin/gdb-multiarch)
 
+# The series' patches in order, NUL-separated: patches/*.patch but the
+# cover letter, which 'git am' would take for an empty patch.
+COVER_LETTER=0000-cover-letter.patch
+series_patches()
+{
+    find "$REPO/patches" -name '*.patch' ! -name "$COVER_LETTER" -print0 |
+        sort -z
+}
+
 # Digest of the patch series, recorded when build/src matches it.
 patches_digest()
 {
-    find "$REPO/patches" -name '*.patch' -print0 | sort -z | xargs -0 -r cat |
-        sha256sum | cut -d' ' -f1
+    series_patches | xargs -0 -r cat | sha256sum | cut -d' ' -f1
 }
 
 # Run apt-get or apt-cache (TOOL) with a private configuration in DIR, whose

@@ -14,18 +14,18 @@ import argparse
 import os
 import pathlib
 import sys
+from typing import Dict
 
-from . import BUILD, bench, stats
+from . import HarnessError, paths, stats
+from .workloads import TLB_MODES, WORKLOADS, run_once, workload_args
 
-MODES = ("strict", "relaxed")
 
-
-def main():
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bin/compare", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--qemu", type=pathlib.Path,
-                        default=BUILD / "qemu" / "qemu-system-aarch64",
+                        default=paths.QEMU,
                         help="the binary (default: %(default)s)")
     parser.add_argument("-n", "--runs", type=int, default=5,
                         help="rounds (default: %(default)s)")
@@ -38,23 +38,28 @@ def main():
                         "exists)")
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds one run may take (default: %(default)s)")
-    args = parser.parse_args()
+    return parser
 
+
+def compare(args: argparse.Namespace) -> None:
+    """Run the rounds that @args ask for, and print the comparison."""
     if args.runs < 2:
-        sys.exit("compare: --runs must be at least 2 for a confidence interval")
+        raise HarnessError("--runs must be at least 2 for a confidence "
+                           "interval")
     if args.smp < 1:
-        sys.exit("compare: --smp must be at least 1")
+        raise HarnessError("--smp must be at least 1")
     if not os.access(args.qemu, os.X_OK):
-        sys.exit(f"compare: {args.qemu} is not an executable; run 'make qemu'")
+        raise HarnessError(f"{args.qemu} is not an executable; run "
+                           "'make qemu'")
     name = args.workload or \
-        ("debian" if (BUILD / "image" / "rootfs.ext4").is_file() else "boot")
-    workload = bench.WORKLOADS[name]
-    guest_args = bench.workload_args(workload, workload["folder"], "compare")
+        ("debian" if (paths.IMAGE / "rootfs.ext4").is_file() else "boot")
+    workload = WORKLOADS[name]
+    guest_args = workload_args(workload, workload["folder"])
 
-    walls = {mode: {} for mode in MODES}
+    walls: Dict[str, Dict[int, float]] = {mode: {} for mode in TLB_MODES}
     for rnd in range(1, args.runs + 1):
-        for mode in MODES:
-            row = bench.run_once(args.qemu, [
+        for mode in TLB_MODES:
+            row = run_once(args.qemu, [
                 "-smp", str(args.smp), "-accel", f"tcg,tlb-flush={mode}",
                 *guest_args], workload, args.timeout)
             walls[mode][rnd] = row["wall_s"]
@@ -64,7 +69,7 @@ def main():
     guest = "the Debian image" if name == "debian" else "an initramfs"
     print(f"Linux boot to power-off ({guest}), -smp {args.smp}, "
           f"{args.runs} alternating rounds, mean ± 95% CI:")
-    for mode in MODES:
+    for mode in TLB_MODES:
         mean, ci = stats.mean_ci(list(walls[mode].values()))
         line = f"  {mode:8} {mean:7.2f} ± {ci:.2f} s"
         if mode == "strict":
@@ -73,6 +78,13 @@ def main():
             ratio, rci = stats.ratio_ci(walls[mode], walls["strict"])
             line += f"   {ratio:.3f} ± {rci:.3f} of strict, per round"
         print(line)
+
+
+def main() -> None:
+    try:
+        compare(argument_parser().parse_args())
+    except HarnessError as e:
+        sys.exit(f"compare: {e}")
 
 
 if __name__ == "__main__":

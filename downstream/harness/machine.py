@@ -1,34 +1,202 @@
-"""qemu-system-aarch64 launched through QEMU's own qemu.machine."""
+"""qemu-system-aarch64, launched in one place: every QEMU process of the
+harness, the bin/ tools and the tests starts here.
+
+A Guest (QEMU's own qemu.machine.QEMUMachine) runs a machine with QMP;
+run_qemu() runs QEMU without a monitor to its exit (bad input that must
+be refused, -help, a semihosting tests/tcg kernel whose output is the
+result).  "info jit" is parsed here too, once: Guest.jit_info() returns a
+Jit."""
 
 import asyncio
+import dataclasses
+import os
+import re
+import subprocess
 import threading
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from qemu.machine import QEMUMachine
+from qemu.machine.machine import QEMUMachineError
 
-from . import smaps
+from . import HarnessError, smaps
 
 # The board every harness run uses; callers add -smp, -accel, the guest.
 VIRT = ["-M", "virt,gic-version=3", "-cpu", "max", "-nic", "none"]
+
+# A QEMU binary, or a command that runs one ("build/device/run qemu").
+Qemu = Union[str, os.PathLike, Sequence[str]]
+
+
+class Exit(NamedTuple):
+    """How a run_qemu() process ended: its exit status, None if it was
+    killed at its timeout, and what it wrote."""
+    returncode: Optional[int]
+    stdout: str
+    stderr: str
+
+
+def _text(output: Union[bytes, str, None]) -> str:
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
+
+
+def run_qemu(qemu: Qemu, args: Sequence, timeout: float) -> Exit:
+    """Run @qemu with @args to its exit, at most @timeout seconds."""
+    prefix = [qemu] if isinstance(qemu, (str, os.PathLike)) else list(qemu)
+    try:
+        proc = subprocess.run([str(a) for a in [*prefix, *args]],
+                              capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        return Exit(None, _text(e.stdout), _text(e.stderr))
+    return Exit(proc.returncode, proc.stdout, proc.stderr)
+
+
+class Regions(NamedTuple):
+    """The "code regions" line of info jit."""
+    count: int
+    kib: int
+    guard_pages: bool
+
+
+# The labels of info jit's "LABEL   VALUE" lines (the value starts at
+# column 20, or after one blank where the label is longer).
+JIT_LABELS = (
+    "gen code size", "code buffer", "code regions", "code huge pages",
+    "TB count", "TB avg target size", "TB avg host size",
+    "cross page TB count", "direct jump count", "TB hash buckets",
+    "TB hash occupancy", "TB hash avg chain", "TB flush count",
+    "TB invalidate count", "TLB full flushes", "TLB partial flushes",
+    "TLB elided flushes", "TLB flush mode", "TLB relaxed flushes",
+    "TLB remote flushes filtered out", "TLB remote catch-ups",
+    "TLB barrier waits", "TLB barrier policy",
+)
+
+# The counters of info jit that bin/bench records per run: column ->
+# (label, pattern of the number in its value).
+JIT_COUNTERS = {
+    "code_bytes": ("gen code size", r"^(\d+)/"),
+    "code_capacity": ("gen code size", r"^\d+/(\d+)"),
+    "tb_count": ("TB count", r"^(\d+)"),
+    "tb_flushes": ("TB flush count", r"^(\d+)"),
+    "tlb_full_flushes": ("TLB full flushes", r"^(\d+)"),
+    "tlb_partial_flushes": ("TLB partial flushes", r"^(\d+)"),
+    "tlb_elided_flushes": ("TLB elided flushes", r"^(\d+)"),
+    "tlb_relaxed_flushes": ("TLB relaxed flushes", r"^(\d+)"),
+    "tlb_filtered_out": ("TLB remote flushes filtered out", r"^(\d+)"),
+    "tlb_barrier_waits": ("TLB barrier waits", r"^(\d+)"),
+    "tlb_barrier_wait_us": ("TLB barrier waits", r"^\d+ \((\d+) us"),
+    "regions": ("code regions", r"^(\d+) x"),
+    "region_kib": ("code regions", r"^\d+ x (\d+) KiB"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Jit:
+    """The text of "info jit" and its lines' values by label (a build
+    without our patches lacks some lines: their values are None)."""
+    text: str
+    values: Dict[str, str]
+
+    @classmethod
+    def parse(cls, text: str) -> "Jit":
+        values = {}
+        for line in text.replace("\r", "").splitlines():
+            label = max((lb for lb in JIT_LABELS
+                         if line == lb or line.startswith(lb + " ")),
+                        key=len, default=None)
+            if label:
+                values[label] = line[len(label):].strip()
+        return cls(text, values)
+
+    def _match(self, label: str, pattern: str) -> Optional[re.Match]:
+        value = self.values.get(label)
+        return re.search(pattern, value) if value is not None else None
+
+    def counters(self) -> Dict[str, int]:
+        """The JIT_COUNTERS columns that this info jit has."""
+        columns = {}
+        for column, (label, pattern) in JIT_COUNTERS.items():
+            m = self._match(label, pattern)
+            if m:
+                columns[column] = int(m.group(1))
+        return columns
+
+    @property
+    def code_capacity(self) -> Optional[int]:
+        """The translation buffer's size in bytes ("gen code size")."""
+        return self.counters().get("code_capacity")
+
+    @property
+    def code_buffer(self) -> Optional[Tuple[int, int]]:
+        """The code buffer's address range [start, end)."""
+        m = self._match("code buffer", r"^0x([0-9a-f]+)-0x([0-9a-f]+)$")
+        return (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+
+    @property
+    def regions(self) -> Optional[Regions]:
+        m = self._match("code regions",
+                        r"^(\d+) x (\d+) KiB, guard pages (on|off)$")
+        return Regions(int(m.group(1)), int(m.group(2)),
+                       m.group(3) == "on") if m else None
+
+    @property
+    def huge_pages(self) -> Optional[str]:
+        """How much of the code buffer is on huge pages: "none", or "2048
+        KiB, R/T KiB resident"."""
+        return self.values.get("code huge pages")
+
+    @property
+    def tlb_flush_mode(self) -> Optional[str]:
+        """strict or relaxed."""
+        mode = self.values.get("TLB flush mode")
+        return mode.split()[0] if mode else None
+
+    @property
+    def tlb_flush_reason(self) -> Optional[str]:
+        """Why the mode is in force ("default: every CPU supports
+        relaxed", "icount or record/replay", ...)."""
+        m = self._match("TLB flush mode", r"^\S+ \((.*)\)$")
+        return m.group(1) if m else None
+
+    @property
+    def barrier_policy(self) -> Optional[str]:
+        """How a relaxed TLB barrier waits (relaxed mode only)."""
+        return self.values.get("TLB barrier policy")
+
+    @property
+    def polling_vcpus(self) -> Optional[Tuple[int, int]]:
+        """How many vCPUs poll at a barrier now, of how many."""
+        m = self._match("TLB barrier policy",
+                        r"\((\d+) of (\d+) vCPUs poll now\)$")
+        return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 class Guest(QEMUMachine):
     """A QEMUMachine with QMP and the first serial port on sockets.  Every
     console line is kept with its arrival time, in seconds since launch(),
-    which is also the origin of wait_shutdown()'s time."""
+    which is also the origin of wait_shutdown()'s time.  @wrapper is a
+    command that runs QEMU (taskset -c 0)."""
 
-    def __init__(self, binary, args: Sequence, log_dir: Optional[str] = None):
+    def __init__(self, binary, args: Sequence, log_dir: Optional[str] = None,
+                 wrapper: Sequence[str] = ()):
         super().__init__(str(binary), args=[str(a) for a in args],
-                         log_dir=log_dir)
+                         wrapper=wrapper, log_dir=log_dir)
         self.set_console()
         self.lines: List[Tuple[float, str]] = []
         self.started = 0.0
         self._reader: Optional[threading.Thread] = None
 
     def launch(self) -> None:
+        """Start QEMU, or raise HarnessError with what QEMU said."""
         self.started = time.monotonic()
-        super().launch()
+        try:
+            super().launch()
+        except QEMUMachineError as e:
+            output = getattr(e, "output", None) or self.get_log() or str(e)
+            raise HarnessError(output.strip()) from e
         self._reader = threading.Thread(target=self._read_console,
                                         daemon=True)
         self._reader.start()
@@ -63,15 +231,9 @@ class Guest(QEMUMachine):
         return (time.monotonic() - self.started,
                 event["data"].get("reason", ""))
 
-    def hmp(self, command: str) -> str:
-        """The output of an HMP command, with "\n" line ends (the monitor
-        writes "\r\n")."""
-        return self.cmd("human-monitor-command", command_line=command) \
-            .replace("\r\n", "\n")
-
-    def jit(self) -> str:
-        """The text of "info jit", through QMP's x-query-jit."""
-        return self.cmd("x-query-jit")["human-readable-text"]
+    def jit_info(self) -> Jit:
+        """"info jit", through QMP's x-query-jit."""
+        return Jit.parse(self.cmd("x-query-jit")["human-readable-text"])
 
     def mappings(self) -> List[smaps.Mapping]:
         pid = self.get_pid()

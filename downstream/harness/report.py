@@ -20,7 +20,7 @@ import re
 import statistics
 import sys
 
-from . import stats
+from . import HarnessError, stats
 from .stats import mean_ci
 
 # Per-run columns averaged in the detail table: column -> heading.
@@ -74,23 +74,19 @@ def by_round(runs, binary, config, metric):
             and r.get(metric) is not None}
 
 
-class ReportError(Exception):
-    pass
-
-
 def reference_config(results, config):
     """The reference's configuration that config is compared with."""
     if "pairs" not in results:
-        raise ReportError("results.json has no 'pairs' of configurations "
-                          "with the reference's; rerun bin/bench")
+        raise HarnessError("results.json has no 'pairs' of configurations "
+                           "with the reference's; rerun bin/bench")
     try:
         return results["pairs"][config]
     except KeyError:
-        raise ReportError(f"results.json pairs configuration {config} "
-                          "with no reference configuration") from None
+        raise HarnessError(f"results.json pairs configuration {config} "
+                           "with no reference configuration") from None
 
 
-def ratio_ci(results, runs, binary, config, metric):
+def pair_ratio_ci(results, runs, binary, config, metric):
     """Mean ± CI of the per-round ratios of (binary, config) to the
     reference's run of its paired configuration, or None for the
     reference's own run."""
@@ -161,7 +157,7 @@ def summary(results, charts):
             if not samples:     # e.g. barrier_wait under strict maintenance
                 continue
             mean, ci = mean_ci(samples)
-            ratio = ratio_ci(results, runs, binary, config, metric)
+            ratio = pair_ratio_ci(results, runs, binary, config, metric)
             lines.append(f"| {config} | {binary} | {fmt(mean, digits)} ± "
                          f"{fmt(ci, digits)} | " +
                          (f"{ratio[0]:.3f} ± {ratio[1]:.3f}" if ratio else "—")
@@ -173,7 +169,7 @@ def summary(results, charts):
               "| configuration | binary | user CPU | system CPU |",
               "|---|---|---|---|"]
     for config, binary in pairs:
-        cells = [ratio_ci(results, runs, binary, config, c)
+        cells = [pair_ratio_ci(results, runs, binary, config, c)
                  for c in ("user_s", "sys_s")]
         if any(cells):
             lines.append(f"| {config} | {binary} | " + " | ".join(
@@ -359,7 +355,7 @@ def write(folder):
     try:
         results = json.loads(source.read_text())
     except (OSError, ValueError) as e:
-        sys.exit(f"bench-report: cannot read {source}: {e}")
+        raise HarnessError(f"cannot read {source}: {e}") from e
     import matplotlib
     matplotlib.use("Agg")
 
@@ -369,10 +365,7 @@ def write(folder):
         charts["regions"] = folder / "regions.png"
     if operations(results) and scaling_lines(results):
         charts["scaling"] = folder / "scaling.png"
-    try:
-        text = summary(results, charts)
-    except ReportError as e:
-        sys.exit(f"bench-report: {e}")
+    text = summary(results, charts)
     for metric in results["metrics"]:
         bar_chart(results, metric, charts[metric])
     if results.get("layout"):
@@ -390,7 +383,10 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=pathlib.Path,
                         help="a bin/bench output folder with results.json")
-    write(parser.parse_args().folder)
+    try:
+        write(parser.parse_args().folder)
+    except HarnessError as e:
+        sys.exit(f"bench-report: {e}")
 
 
 if __name__ == "__main__":

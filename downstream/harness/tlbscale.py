@@ -33,99 +33,107 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import List, NamedTuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from . import BUILD
+from . import paths
+from .machine import VIRT, Qemu, run_qemu
 
-TCG_DIR = BUILD / "qemu" / "tests" / "tcg" / "aarch64-softmmu"
-SYSTEM_SRC = BUILD / "src" / "tests" / "tcg" / "aarch64" / "system"
-GUEST = BUILD / "guest"
-MACHINE = ["-M", "virt,gic-version=3", "-cpu", "max", "-display", "none",
-           "-monitor", "none", "-nic", "none"]
-EL2_MACHINE = ["-M", "virt,gic-version=3,virtualization=on", *MACHINE[2:]]
-RANDOM_MACHINE = [*MACHINE[:4], "-m", "2G", *MACHINE[4:]]
-RANDOM_EL2_MACHINE = [*EL2_MACHINE[:4], "-m", "2G", *EL2_MACHINE[4:]]
+SYSTEM_SRC = paths.TCG_SRC / "aarch64" / "system"
+# The board of a tests/tcg system test: no display, no monitor.
+BOARD = [*VIRT, "-display", "none", "-monitor", "none"]
+EL2_BOARD = [*BOARD, "-M", "virtualization=on"]
 
 
 class Variant(NamedTuple):
     """A build of a tests/tcg TLB test: its binary, source, extra CFLAGS
-    and the machine it runs on."""
+    and the board it runs on."""
     binary: str
     source: str
     cflags: List[str]
-    machine: List[str]
+    board: List[str]
 
 
 # s2 remaps at stage 2 and invalidates from EL2; fb uses local TLBIs and
 # DSB NSH under HCR_EL2.FB and BSU; random is tlb-random, for each granule
 # and at stage 2.
 VARIANTS = {
-    "": Variant("tlb-broadcast", "tlb-broadcast.c", [], MACHINE),
+    "": Variant("tlb-broadcast", "tlb-broadcast.c", [], BOARD),
     "s2": Variant("tlb-broadcast-s2", "tlb-broadcast.c", ["-DSTAGE2"],
-                  EL2_MACHINE),
+                  EL2_BOARD),
     "fb": Variant("tlb-broadcast-fb", "tlb-broadcast.c", ["-DEL2_FB"],
-                  EL2_MACHINE),
-    "random": Variant("tlb-random", "tlb-random.c", [], RANDOM_MACHINE),
+                  EL2_BOARD),
+    "random": Variant("tlb-random", "tlb-random.c", [], [*BOARD, "-m", "2G"]),
     "random-16k": Variant("tlb-random-16k", "tlb-random.c",
-                          ["-DGRANULE_BITS=14"], RANDOM_MACHINE),
+                          ["-DGRANULE_BITS=14"], [*BOARD, "-m", "2G"]),
     "random-64k": Variant("tlb-random-64k", "tlb-random.c",
-                          ["-DGRANULE_BITS=16"], RANDOM_MACHINE),
+                          ["-DGRANULE_BITS=16"], [*BOARD, "-m", "2G"]),
     "random-s2": Variant("tlb-random-s2", "tlb-random.c", ["-DSTAGE2"],
-                         RANDOM_EL2_MACHINE),
+                         [*EL2_BOARD, "-m", "2G"]),
 }
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
 
 
-def racing(name):
+def racing(name: str) -> bool:
     """Cases whose probes race the issuer's DSB: a barrier that does not
     wait must fail them (see docs/devel/tcg-tlb-relaxed.rst)."""
     return (name.startswith(("loads:", "stores:")) and "WFI" not in name) \
         or name.endswith("CPUs spinning") or name == "random rounds"
 
 
-def build(variant, out, *cflags):
+def build(variant: str, out: pathlib.Path,
+          *cflags: str) -> subprocess.CompletedProcess:
     """Build @variant (a VARIANTS key) with extra CFLAGS into @out, on the
     boot code of the tests/tcg build; return the compiler's process."""
     v = VARIANTS[variant]
     return subprocess.run(
         ["aarch64-linux-gnu-gcc", "-nostdlib", "-O0", "-ffreestanding",
-         "-fno-stack-protector", "-isystem",
-         str(BUILD / "src" / "tests" / "tcg" / "minilib"), *v.cflags,
-         *cflags, str(SYSTEM_SRC / v.source), "-o", str(out),
+         "-fno-stack-protector", "-isystem", str(paths.TCG_SRC / "minilib"),
+         *v.cflags, *cflags, str(SYSTEM_SRC / v.source), "-o", str(out),
          f"-Wl,-T{SYSTEM_SRC / 'kernel.ld'}", "-static",
-         str(TCG_DIR / "boot.o"), str(TCG_DIR / "printf.o"), "-lgcc"],
-        capture_output=True, text=True)
+         str(paths.TCG_DIR / "boot.o"), str(paths.TCG_DIR / "printf.o"),
+         "-lgcc"],
+        capture_output=True, text=True, check=False)
 
 
-def broadcast_once(qemu, kernel, smp, mode, timeout, machine=MACHINE,
-                   append=None):
+def tlb_test_args(variant: str, kernel, smp: int, mode: str,
+                  append: Optional[str] = None) -> List[str]:
+    """QEMU's arguments for a run of the TLB test @kernel, a build of
+    @variant, whose semihosting output goes to stdout."""
+    return [*VARIANTS[variant].board, "-smp", str(smp),
+            "-accel", f"tcg,tlb-flush={mode}",
+            "-semihosting-config", "enable=on,target=native,chardev=out",
+            "-chardev", "stdio,id=out", "-kernel", str(kernel),
+            *(["-append", append] if append else [])]
+
+
+Outcome = Tuple[Dict[str, str], Optional[int], float, str]
+
+
+def tlb_test_once(qemu: Qemu, variant: str, kernel, smp: int, mode: str,
+                  timeout: float, append: Optional[str] = None) -> Outcome:
     """Run a TLB test once, with -append @append if given; return
-    ({case: PASS|FAIL|SKIP}, exit status, seconds, output)."""
+    ({case: PASS|FAIL|SKIP}, exit status or None at the timeout, seconds,
+    output)."""
     start = time.monotonic()
-    extra = ["-append", append] if append else []
-    try:
-        proc = subprocess.run(
-            [*qemu, *machine, "-smp", str(smp), "-accel", f"tcg,tlb-flush={mode}",
-             "-semihosting-config", "enable=on,target=native,chardev=out",
-             "-chardev", "stdio,id=out", "-kernel", str(kernel), *extra],
-            capture_output=True, text=True, timeout=timeout)
-        out, status = proc.stdout + proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as e:
-        out, status = f"timed out after {timeout} s: {e.stdout}", None
+    ended = run_qemu(qemu, tlb_test_args(variant, kernel, smp, mode, append),
+                     timeout)
+    out = ended.stdout + ended.stderr
+    if ended.returncode is None:
+        out = f"timed out after {timeout} s: {out}"
     cases = {m[2]: m[1] for m in RESULT.finditer(out)}
-    return cases, status, time.monotonic() - start, out
+    return cases, ended.returncode, time.monotonic() - start, out
 
 
-def stress_once(qemu, smp, seconds):
+def stress_once(qemu: Qemu, smp: int, seconds: int) -> Tuple[bool, str]:
     """Boot the guest kernel with /tlb-stress for @seconds at -smp @smp
     (default flush mode); return (passed, output)."""
     append = f"console=ttyAMA0 panic=-1 quiet rdinit=/tlb-stress -- {seconds}"
-    proc = subprocess.run(
-        [*qemu, *MACHINE, "-m", "1G", "-smp", str(smp), "-serial", "stdio",
-         "-no-reboot", "-kernel", str(GUEST / "vmlinuz"),
-         "-initrd", str(GUEST / "initrd.cpio"), "-append", append],
-        capture_output=True, text=True, timeout=seconds * 10 + 300)
-    out = proc.stdout + proc.stderr
+    ended = run_qemu(
+        qemu, [*BOARD, "-m", "1G", "-smp", str(smp), "-serial", "stdio",
+               "-no-reboot", "-kernel", paths.GUEST / "vmlinuz",
+               "-initrd", paths.GUEST / "initrd.cpio", "-append", append],
+        seconds * 10 + 300)
+    out = ended.stdout + ended.stderr
     return bool(re.search(r"^STRESS PASS", out, re.M)), out
 
 
@@ -133,8 +141,7 @@ def main():
     parser = argparse.ArgumentParser(
         prog="bin/tlb-scale", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--qemu", default=str(BUILD / "qemu" /
-                                              "qemu-system-aarch64"),
+    parser.add_argument("--qemu", default=str(paths.QEMU),
                         help="QEMU command, split like a shell would "
                         "(e.g. 'OUT/run qemu' for a ../shared/device/pack "
                         "folder); default %(default)s")
@@ -150,7 +157,7 @@ def main():
                         "the --kernel's name)")
     parser.add_argument("--kernel", type=pathlib.Path,
                         help="the test binary; default "
-                        f"{TCG_DIR}/tlb-broadcast[-VARIANT] or "
+                        f"{paths.TCG_DIR}/tlb-broadcast[-VARIANT] or "
                         "tlb-random[-16k|-64k|-s2]")
     parser.add_argument("--cflags", action="append", default=[],
                         help="build the test with these flags instead "
@@ -193,7 +200,7 @@ def main():
                             if v and args.kernel.name.endswith(f"-{v}")),
                            key=len, default="")
     variant = VARIANTS[args.variant or ""]
-    binary, machine = variant.binary, variant.machine
+    binary = variant.binary
     is_random = variant.source == "tlb-random.c"
     if not is_random and (args.rounds is not None or args.seed is not None
                           or args.append):
@@ -207,12 +214,12 @@ def main():
         if built.returncode:
             parser.error(f"building {binary} failed:\n{built.stderr}")
     elif not args.kernel:
-        args.kernel = TCG_DIR / binary
+        args.kernel = paths.TCG_DIR / binary
     if not args.kernel.is_file():
         parser.error(f"no {args.kernel}: run 'make -C build/qemu "
                      "build-tcg-tests-aarch64-softmmu'")
-    if args.stress_seconds and not (GUEST / "initrd.cpio").is_file():
-        parser.error(f"no {GUEST / 'initrd.cpio'}: run 'make guest'")
+    if args.stress_seconds and not (paths.GUEST / "initrd.cpio").is_file():
+        parser.error(f"no {paths.GUEST / 'initrd.cpio'}: run 'make guest'")
 
     counts = collections.defaultdict(collections.Counter)
     seconds = collections.defaultdict(list)
@@ -228,9 +235,9 @@ def main():
                         [f"seed={seed}", args.append] +
                         ([f"rounds={args.rounds}"]
                          if args.rounds is not None else [])).strip()
-                cases, status, took, out = broadcast_once(
-                    qemu, args.kernel, smp, mode, args.timeout, machine,
-                    append)
+                cases, status, took, out = tlb_test_once(
+                    qemu, args.variant or "", args.kernel, smp, mode,
+                    args.timeout, append)
                 seconds[smp, mode].append(took)
                 for name, res in cases.items():
                     counts[smp, mode, name][res] += 1
@@ -269,8 +276,8 @@ def main():
         for smp in smps:
             passed, out = stress_once(qemu, smp, args.stress_seconds)
             stress[smp] = passed
-            line = next((l for l in out.splitlines() if "STRESS" in l),
-                        out[-500:])
+            line = next((text for text in out.splitlines()
+                         if "STRESS" in text), out[-500:])
             print(f"tlb-stress -smp {smp} {args.stress_seconds} s: {line}")
             ok &= passed
     if args.out:

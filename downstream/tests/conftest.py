@@ -2,38 +2,33 @@
 
 QEMU (a qemu-system-aarch64 binary) and QEMU_BUILD (its meson build
 directory) select what is tested, by default the patched build/qemu; point
-them at build/baseline for a negative control.
-"""
+them at build/baseline for a negative control (harness.paths).
+
+Every QEMU process of a test starts in harness.machine: a Guest, with
+QMP, through the guest fixture, or run_qemu() for a run to its exit.
+run() here is for everything else (make, git, bin/ scripts)."""
 
 import functools
-import os
-import pathlib
 import struct
 import subprocess
 
 import pytest
 
-from harness import tlbscale
+from harness import paths
 from harness.machine import VIRT, Guest
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-BUILD = REPO / "build"
-QEMU_BUILD = pathlib.Path(os.environ.get("QEMU_BUILD", BUILD / "qemu"))
-QEMU = pathlib.Path(os.environ.get("QEMU",
-                                   QEMU_BUILD / "qemu-system-aarch64"))
 
 
 def run(args, timeout=300, **kwargs):
-    """Run a command, capturing its output as text."""
+    """Run a command that is not QEMU, capturing its output as text."""
     return subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, timeout=timeout, **kwargs)
+                          text=True, timeout=timeout, check=False, **kwargs)
 
 
 @pytest.fixture(scope="session")
 def qemu():
-    if not QEMU.is_file():
-        pytest.fail(f"{QEMU} does not exist; run 'make' first")
-    return QEMU
+    if not paths.QEMU.is_file():
+        pytest.fail(f"{paths.QEMU} does not exist; run 'make' first")
+    return paths.QEMU
 
 
 @functools.cache
@@ -42,12 +37,17 @@ def tcg_tests():
     and the boot code it builds variants on, once per session (test_tcg
     builds each of them too, but later: tests must not depend on their
     order); return their directory."""
-    if not (tlbscale.TCG_DIR / "Makefile").is_file():
-        pytest.fail(f"no tests/tcg build in {tlbscale.TCG_DIR}; run 'make'")
-    proc = run(["make", "-C", tlbscale.TCG_DIR, "all"], timeout=900)
+    if not (paths.TCG_DIR / "Makefile").is_file():
+        pytest.fail(f"no tests/tcg build in {paths.TCG_DIR}; run 'make'")
+    proc = run(["make", "-C", paths.TCG_DIR, "all"], timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return tlbscale.TCG_DIR
+    return paths.TCG_DIR
 
+
+# A machine that runs nothing, for runs that QEMU must refuse (run_qemu):
+# without a monitor it would wait for ever.
+PAUSED = ["-M", "virt", "-cpu", "max", "-nic", "none", "-display", "none",
+          "-monitor", "none", "-S"]
 
 # aarch64 "b ." : the guest spins on one instruction.
 SPIN_KERNEL = struct.pack("<I", 0x14000000)
@@ -62,12 +62,16 @@ def spin(tmp_path):
 
 @pytest.fixture
 def guest(spin, tmp_path):
-    """Start a spinning guest: guest(qemu, *args), a harness.machine.Guest;
-    killed after the test."""
+    """Start a machine: guest(qemu, *args), a harness.machine.Guest,
+    killed after the test.  It runs the spin kernel on VIRT unless
+    @board is given (["-M", "mps2-an385"]); @wrapper runs QEMU."""
     guests = []
 
-    def start(qemu, *args):
-        g = Guest(qemu, [*VIRT, "-kernel", spin, *args], log_dir=str(tmp_path))
+    def start(qemu, *args, board=None, wrapper=()):
+        if board is None:
+            board = [*VIRT, "-kernel", spin]
+        g = Guest(qemu, [*board, *args], log_dir=str(tmp_path),
+                  wrapper=wrapper)
         guests.append(g)
         g.launch()
         return g

@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from conftest import BUILD, REPO, run
+from conftest import run
+from harness.paths import BUILD, COVER_LETTER, REPO, series
 
 
 def git(*args, cwd):
@@ -38,7 +39,7 @@ def assemble(scratch):
 def test_series_and_baseline(scratch):
     repo, _ = scratch
     src = repo / "build" / "src"
-    patches = sorted((repo / "patches").glob("*.patch"))
+    patches = series(repo)
     assert git("rev-list", "--count", "upstream..HEAD", cwd=src) == \
         str(len(patches))
     assert git("log", "-1", "--format=%an", "HEAD", cwd=src) != "QEMU upstream"
@@ -62,7 +63,7 @@ def test_unexported_commits_are_kept(scratch):
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
         "work: not exported yet", cwd=src)
     work = git("rev-parse", "HEAD", cwd=src)
-    first = sorted((repo / "patches").glob("*.patch"))[0]
+    first = series(repo)[0]
     first.write_text(first.read_text() + "\n")
 
     proc = assemble(scratch)
@@ -73,7 +74,11 @@ def test_unexported_commits_are_kept(scratch):
     proc = run([repo / "bin" / "export-patches"], env=env)
     assert proc.returncode == 0, proc.stderr
     assert "work: not exported yet" in \
-        sorted((repo / "patches").glob("*.patch"))[-1].read_text()
+        series(repo)[-1].read_text()
+    # The cover letter keeps its text and lists the new commit.
+    cover = (repo / "patches" / COVER_LETTER).read_text()
+    assert "*** BLURB HERE ***" not in cover
+    assert "  work: not exported yet\n" in cover
     assert assemble(scratch).returncode == 0
     assert git("rev-parse", "HEAD", cwd=src) == work
 
@@ -91,7 +96,7 @@ def test_a_new_file_travels_in_the_series(scratch):
     proc = run([repo / "bin" / "export-patches"], env=env)
     assert proc.returncode == 0, proc.stderr
     assert "new file mode" in \
-        sorted((repo / "patches").glob("*.patch"))[-1].read_text()
+        series(repo)[-1].read_text()
 
     shutil.rmtree(repo / "build" / "src")
     shutil.rmtree(repo / "build" / "baseline-src")

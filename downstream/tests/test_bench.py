@@ -1,13 +1,16 @@
-"""bin/bench and bin/bench-report (harness.bench, harness.report,
-harness.stats): statistics, pairing, reports, bad input, and one short
-real run."""
+"""bin/bench and bin/bench-report (harness.bench, harness.matrix,
+harness.workloads, harness.report, harness.stats): statistics, pairing,
+reports, bad input, and one short real run."""
 
 import json
+import re
 
 import pytest
 
-from conftest import QEMU, REPO, run
-from harness import bench, report, stats
+from conftest import run
+from harness import HarnessError, matrix, paths, report, stats, workloads
+from harness.machine import Jit, Regions
+from harness.paths import QEMU, REPO
 
 BENCH = REPO / "bin" / "bench"
 REPORT = REPO / "bin" / "bench-report"
@@ -62,15 +65,48 @@ def synthetic_results():
             "metrics": ["wall_s"], "runs": runs, "layout": layout}
 
 
+# An absolute path in a JSON string: at its start, after a blank, "=" or
+# ","; but for the guest's paths of the test's -append.
+ABSOLUTE = re.compile(r"(?:\"|[\s=,])/(?!dev/vda|tlb-bench)")
+
+
+def test_results_name_paths_relative_to_the_repository():
+    """results.json is committed: its command, guest, QEMU arguments,
+    binaries and configurations name no folder of the machine it ran on,
+    and leave the guest's own paths (-append) alone."""
+    setup = matrix.Setup(
+        ["bin/bench", "--binary", f"a={paths.PATCHED}", "--binary",
+         f"b={REPO.parent / 'shared' / 'qemu'}", "--guest", str(paths.GUEST),
+         "--out", str(paths.BUILD / "bench" / "x")],
+        "tlb", paths.GUEST,
+        ["-kernel", str(paths.GUEST / "vmlinuz"),
+         "-drive", f"file={paths.IMAGE / 'rootfs.ext4'},format=raw",
+         "-append", "root=/dev/vda rdinit=/tlb-bench"],
+        [("a", str(paths.PATCHED)), ("b", str(REPO.parent / "shared" / "qemu"))],
+        [("smp2", f"-smp 2 -D {paths.BUILD / 'trace.log'}")], 0)
+    results = matrix.results(setup, {"smp2": "smp2"}, ["wall_s"], [], [])
+    assert results["command"] == \
+        "bin/bench --binary a=build/qemu/qemu-system-aarch64 --binary " \
+        "b=../shared/qemu --guest build/guest --out build/bench/x"
+    assert results["guest"] == "build/guest"
+    assert results["qemu_args"].endswith(
+        "-kernel build/guest/vmlinuz -drive file=build/image/rootfs.ext4,"
+        "format=raw -append 'root=/dev/vda rdinit=/tlb-bench'")
+    assert results["binaries"] == {"a": "build/qemu/qemu-system-aarch64",
+                                   "b": "../shared/qemu"}
+    assert results["configs"] == {"smp2": "-smp 2 -D build/trace.log"}
+    assert not ABSOLUTE.search(json.dumps(results)), results
+
+
 def test_barrier_waits_come_from_the_trace_log():
     log = ("tlb_relaxed_barrier cpu 1 gen 13 waited 4000 ns\n"
            "tlb_relaxed_flush cpu 0 gen 14 addr 0x0 len 0x1000 idxmap 0x3 targets 1\n"
            "tlb_relaxed_barrier cpu 0 gen 14 waited 1000 ns\n"
            "4242@1763900000.123456:tlb_relaxed_barrier cpu 1 gen 15 waited 2000 ns\n")
-    assert bench.barrier_wait_columns(log) == {
+    assert workloads.barrier_wait_columns(log) == {
         "barrier_waits_traced": 3, "barrier_wait_ns": 2333,
         "barrier_wait_p50_ns": 2000, "barrier_wait_p99_ns": 3960}
-    assert bench.barrier_wait_columns("") == {
+    assert workloads.barrier_wait_columns("") == {
         "barrier_waits_traced": 0, "barrier_wait_ns": None,
         "barrier_wait_p50_ns": None, "barrier_wait_p99_ns": None}
 
@@ -84,16 +120,16 @@ def test_ratios_are_per_round():
     results = synthetic_results()
     runs = results["runs"]
     # 8/10, 9/12, 9.9/11: mean 0.8167, s = 0.0764, t(2) = 4.303
-    mean, half = report.ratio_ci(results, runs, "fast", "smp4", "wall_s")
+    mean, half = report.pair_ratio_ci(results, runs, "fast", "smp4", "wall_s")
     assert mean == pytest.approx(0.81667, abs=1e-4)
     assert half == pytest.approx(4.303 * 0.076376 / 3 ** 0.5, abs=1e-3)
-    assert report.ratio_ci(results, runs, "base", "smp4", "wall_s") is None
+    assert report.pair_ratio_ci(results, runs, "base", "smp4", "wall_s") is None
 
 
 def test_a_configuration_compares_with_its_explicit_pair():
     results = synthetic_results()
-    mean, _ = report.ratio_ci(results, results["runs"], "fast",
-                              "smp4-relaxed", "wall_s")
+    mean, _ = report.pair_ratio_ci(results, results["runs"], "fast",
+                                   "smp4-relaxed", "wall_s")
     assert mean == pytest.approx((0.6 + 0.5 + 0.5) / 3)
 
 
@@ -290,6 +326,7 @@ def test_a_short_run_records_phases_jit_counters_and_layout(qemu, tmp_path):
     head = run(["git", "-C", REPO / "build" / "src", "rev-parse", "HEAD"])
     assert results["binary_sources"]["a"] == head.stdout.strip()
     assert (out / "results.csv").read_text().startswith("round,binary,config,wall_s")
+    assert str(REPO) not in (out / "results.json").read_text()
 
 
 STRESS_CONSOLE = """stress group mprotect+mremap
@@ -306,19 +343,18 @@ stress done"""
 
 def test_a_stress_group_sums_its_stressors_bogo_ops_per_second():
     console = STRESS_CONSOLE.format(status=0)
-    assert bench.stress_ops(console, "mprotect+mremap", "q", []) == 1344.91
-    assert bench.stress_metric("mprotect+mremap") == "mprotect_mremap_ops_s"
-    assert bench.stress_metric("tlb-shootdown") == "tlb_shootdown_ops_s"
+    assert workloads.stress_ops(console, "mprotect+mremap", "q", []) == 1344.91
+    assert workloads.stress_metric("mprotect+mremap") == "mprotect_mremap_ops_s"
+    assert workloads.stress_metric("tlb-shootdown") == "tlb_shootdown_ops_s"
 
 
 @pytest.mark.parametrize("console, message", [
     (STRESS_CONSOLE.format(status=2), "stress-ng failed group mprotect+mremap"),
     ("stress done", "ran no stress group mprotect+mremap"),
 ])
-def test_a_failed_or_missing_stress_group_stops_the_bench(console, message,
-                                                          capsys):
-    with pytest.raises(SystemExit) as e:
-        bench.stress_ops(console, "mprotect+mremap", "q", [])
+def test_a_failed_or_missing_stress_group_stops_the_bench(console, message):
+    with pytest.raises(HarnessError) as e:
+        workloads.stress_ops(console, "mprotect+mremap", "q", [])
     assert message in str(e.value)
 
 
@@ -363,3 +399,50 @@ def test_stress_runs_stress_ng_in_the_image_on_a_busy_host(qemu, tmp_path):
     summary = (out / "summary.md").read_text()
     assert "1 other processes kept host CPUs busy" in summary
     assert "| smp2 / smp2-strict | q |" in summary
+
+
+INFO_JIT = """Accelerator settings:
+one-insn-per-tb: off
+
+Translation buffer state:
+gen code size       1234/1073725440
+code buffer         0x7f4ba3e00000-0x7f4be3e00000
+code regions        16 x 65536 KiB, guard pages off
+code huge pages     2048 KiB, 2048/2048 KiB resident
+TB count            7
+cross page TB count 0 (0%)
+
+Statistics:
+TB flush count      1
+TLB full flushes    2
+TLB partial flushes 3
+TLB elided flushes  1792
+TLB flush mode      relaxed (auto: every CPU supports relaxed)
+TLB relaxed flushes 40 (coalesced 0, escalated 0)
+TLB remote flushes filtered out 30
+TLB remote catch-ups 0 (kicks 0, inactive vCPUs skipped 0)
+TLB barrier waits   5 (12 us in all)
+TLB barrier policy  poll up to 50 us while waits are that short, else sleep at once (1 of 2 vCPUs poll now)
+"""
+
+
+def test_info_jit_is_read_in_one_place():
+    """harness.machine.Jit: the fields the harness and the tests use."""
+    jit = Jit.parse(INFO_JIT.replace("\n", "\r\n"))
+    assert jit.code_buffer == (0x7f4ba3e00000, 0x7f4be3e00000)
+    assert jit.regions == Regions(16, 65536, guard_pages=False)
+    assert jit.huge_pages == "2048 KiB, 2048/2048 KiB resident"
+    assert (jit.tlb_flush_mode, jit.tlb_flush_reason) == \
+        ("relaxed", "auto: every CPU supports relaxed")
+    assert jit.polling_vcpus == (1, 2)
+    assert jit.counters() == {
+        "code_bytes": 1234, "code_capacity": 1073725440, "tb_count": 7,
+        "tb_flushes": 1, "tlb_full_flushes": 2, "tlb_partial_flushes": 3,
+        "tlb_elided_flushes": 1792, "tlb_relaxed_flushes": 40,
+        "tlb_filtered_out": 30, "tlb_barrier_waits": 5,
+        "tlb_barrier_wait_us": 12, "regions": 16, "region_kib": 65536}
+    # An upstream build has none of our lines.
+    upstream = Jit.parse("gen code size       0/1073736704\nTB count            0\n")
+    assert upstream.counters() == {"code_bytes": 0,
+                                   "code_capacity": 1073736704, "tb_count": 0}
+    assert upstream.regions is None and upstream.tlb_flush_mode is None

@@ -2,7 +2,8 @@
 
 import re
 
-from conftest import REPO, run
+from conftest import run
+from harness.paths import REPO
 
 
 def test_smoke_boot(qemu):

@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from conftest import BUILD, QEMU_BUILD, REPO, run
+from conftest import run
+from harness.paths import IMAGE, QEMU_BUILD, REPO
 
 FUNCTIONAL = REPO / "bin" / "functional"
-IMAGE = BUILD / "image"
 
 
 def functional(*args, image=IMAGE):

@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, REPO
+from harness.paths import REPO, SRC
 
 # Shorter contents (after whitespace removal) match by chance: licence
 # stubs, empty __init__.py files.
@@ -28,7 +28,7 @@ def fingerprint(data):
 
 def git_blobs(tree_ish):
     """Yield (path, content) of every file of tree_ish in build/src."""
-    src = BUILD / "src"
+    src = SRC
     listing = subprocess.run(["git", "-C", src, "ls-tree", "-r", "-z",
                               tree_ish], capture_output=True, check=True)
     entries = [e.split(b"\t", 1) for e in listing.stdout.split(b"\0") if e]
@@ -56,11 +56,11 @@ def own_files():
         if path and not path.startswith("patches/") and \
                 (REPO / path).is_file():
             yield path, (REPO / path).read_bytes()
-    added = subprocess.run(["git", "-C", BUILD / "src", "diff", "--name-only",
+    added = subprocess.run(["git", "-C", SRC, "diff", "--name-only",
                             "--diff-filter=A", "upstream", "HEAD"],
                            capture_output=True, text=True, check=True)
     for path in added.stdout.split():
-        yield path, (BUILD / "src" / path).read_bytes()
+        yield path, (SRC / path).read_bytes()
 
 
 def copies(files, upstream_index):
@@ -75,7 +75,7 @@ def copies(files, upstream_index):
 
 @pytest.fixture(scope="module")
 def upstream_index():
-    if not (BUILD / "src" / ".git").is_dir():
+    if not (SRC / ".git").is_dir():
         pytest.fail("no build/src; run bin/assemble first")
     index = {}
     for path, data in git_blobs("upstream"):

@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 
-from conftest import REPO, run, tcg_tests
+from conftest import run, tcg_tests
+from harness.paths import REPO
 
 
 def test_fetch_rejects_a_wrong_tarball(tmp_path):

@@ -3,9 +3,9 @@ the pinned tarball gives exactly the tree we build, build/src, and no QEMU
 file of ours lives outside it. The docs, our pages included, build
 without a warning."""
 
-from conftest import BUILD, REPO, run
+from conftest import run
+from harness.paths import BUILD, REPO, SRC, series
 
-SRC = BUILD / "src"
 # This repository's tooling; everything else of ours is in patches/.
 TOOLING = {".ci", ".gitignore", "Makefile", "README.md", "bin", "downstream",
            "patches", "python-requirements.txt"}
@@ -31,7 +31,7 @@ def test_git_am_onto_the_tarball_gives_build_src(tmp_path):
     git(tree, "init", "-q")
     git(tree, "add", "-A", "-f", timeout=600)
     git(tree, "commit", "-q", "-m", "pristine")
-    patches = sorted(str(p) for p in (REPO / "patches").glob("*.patch"))
+    patches = [str(p) for p in series()]
     git(tree, "am", "-q", *patches, timeout=600)
 
     # Equal trees are equal bytes, file modes included; build/src must

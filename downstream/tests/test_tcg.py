@@ -6,9 +6,9 @@ lists; each runs as 'make run-NAME' with the QEMU under test.
 
 import pytest
 
-from conftest import QEMU, QEMU_BUILD, run
+from conftest import run
+from harness.paths import QEMU, TCG_DIR
 
-TCG_DIR = QEMU_BUILD / "tests" / "tcg" / "aarch64-softmmu"
 # Targets upstream runs only by hand (it reads input from the console).
 MANUAL_ONLY = {"run-semiconsole"}
 

@@ -12,73 +12,67 @@ import shlex
 
 import pytest
 
-from conftest import BUILD, run, tcg_tests
+from conftest import PAUSED, run, tcg_tests
 from harness import tlbscale
-from harness.machine import VIRT, Guest
+from harness.machine import VIRT, Guest, run_qemu
+from harness.paths import BUILD, GUEST
 
-GUEST = BUILD / "guest"
-
-
-def qemu_args(qemu, *args):
-    return [qemu, "-M", "virt", "-cpu", "max", "-nic", "none",
-            "-display", "none", "-monitor", "none", *args]
+M_PROFILE = ["-M", "mps2-an385", "-S"]
 
 
-def test_unknown_mode_is_an_error(qemu, spin):
-    proc = run(qemu_args(qemu, "-accel", "tcg,tlb-flush=lazy",
-                         "-kernel", spin), timeout=60)
+def test_unknown_mode_is_an_error(qemu):
+    proc = run_qemu(qemu, [*PAUSED, "-accel", "tcg,tlb-flush=lazy"],
+                    timeout=60)
     assert proc.returncode != 0
     assert "Parameter 'tlb-flush' does not accept value 'lazy'" in proc.stderr
 
 
 def test_help_lists_the_option(qemu):
-    assert "tlb-flush=strict|relaxed" in run([qemu, "-help"]).stdout
+    assert "tlb-flush=auto|strict|relaxed" in \
+        run_qemu(qemu, ["-help"], timeout=60).stdout
 
 
 def test_default_is_relaxed_for_arm(qemu, guest):
-    assert "TLB flush mode      relaxed" in guest(qemu, "-smp", "2") \
-        .hmp("info jit")
+    assert guest(qemu, "-smp", "2").jit_info().tlb_flush_mode == "relaxed"
 
 
-def monitor_session(qemu, *args, commands="info jit\nquit\n"):
-    return run([qemu, "-display", "none", "-S", "-monitor", "stdio", *args],
-               input=commands, timeout=60)
+def shut_down(g):
+    """Stop Guest @g; return what QEMU wrote to stdout and stderr."""
+    g.shutdown()
+    return g.get_log()
 
 
-def test_m_profile_board_starts_strict(qemu):
+def test_m_profile_board_starts_strict(qemu, guest):
     """Cortex-M CPUs cannot do relaxed maintenance: by default such a board
     still starts, in strict mode; an explicit request is refused."""
-    proc = monitor_session(qemu, "-M", "mps2-an385")
-    assert proc.returncode == 0, proc.stderr
-    assert "TLB flush mode      strict" in proc.stdout
-    proc = monitor_session(qemu, "-M", "mps2-an385",
-                           "-accel", "tcg,tlb-flush=relaxed")
+    assert guest(qemu, board=M_PROFILE).jit_info().tlb_flush_mode == "strict"
+    proc = run_qemu(qemu, [*M_PROFILE, "-display", "none", "-monitor",
+                           "none", "-accel", "tcg,tlb-flush=relaxed"],
+                    timeout=60)
     assert proc.returncode != 0
     assert "tlb-flush=relaxed is not supported by CPU type cortex-m3" \
         in proc.stderr
 
 
-def test_broken_barrier_needs_relaxed_mode(qemu, spin):
-    proc = run(qemu_args(qemu, "-accel", "tcg,tlb-flush=strict,x-tlb-barrier=off",
-                         "-kernel", spin), timeout=60)
+def test_broken_barrier_needs_relaxed_mode(qemu):
+    proc = run_qemu(qemu, [*PAUSED, "-accel",
+                           "tcg,tlb-flush=strict,x-tlb-barrier=off"],
+                    timeout=60)
     assert proc.returncode != 0
     assert "x-tlb-barrier=off needs tlb-flush=relaxed" in proc.stderr
 
 
-def test_broken_barrier_is_reported_where_the_default_is_strict(qemu):
+def test_broken_barrier_is_reported_where_the_default_is_strict(qemu, guest):
     """x-tlb-barrier=off cannot take effect on a board that stays strict
     or under icount: QEMU says so instead of ignoring it."""
-    proc = monitor_session(qemu, "-M", "mps2-an385",
-                           "-accel", "tcg,x-tlb-barrier=off")
-    assert proc.returncode == 0, proc.stderr
-    assert "TLB flush mode      strict" in proc.stdout
+    g = guest(qemu, "-accel", "tcg,x-tlb-barrier=off", board=M_PROFILE)
+    assert g.jit_info().tlb_flush_mode == "strict"
     assert "x-tlb-barrier=off has no effect: CPU type cortex-m3-arm-cpu " \
-        "needs tlb-flush=strict" in proc.stderr
-    proc = monitor_session(qemu, "-M", "virt", "-cpu", "max", "-icount",
-                           "shift=0", "-accel", "tcg,x-tlb-barrier=off")
-    assert proc.returncode == 0, proc.stderr
+        "needs tlb-flush=strict" in shut_down(g)
+    g = guest(qemu, "-S", "-icount", "shift=0", "-accel",
+              "tcg,x-tlb-barrier=off")
     assert "x-tlb-barrier=off has no effect with icount or record/replay" \
-        in proc.stderr
+        in shut_down(g)
 
 
 @pytest.mark.parametrize("mode", ["icount", "rr=record"])
@@ -86,9 +80,8 @@ def test_icount_defaults_to_strict(qemu, guest, mode, tmp_path):
     icount = "shift=0" if mode == "icount" else \
         f"shift=0,rr=record,rrfile={tmp_path / 'replay.bin'}"
     g = guest(qemu, "-icount", icount)
-    assert "TLB flush mode      strict" in g.hmp("info jit")
-    g.shutdown()
-    assert "tlb-flush" not in g.get_log()
+    assert g.jit_info().tlb_flush_mode == "strict"
+    assert "tlb-flush" not in shut_down(g)
 
 
 @pytest.mark.parametrize("mode", ["icount", "rr=record"])
@@ -96,59 +89,49 @@ def test_icount_falls_back_to_strict(qemu, guest, mode, tmp_path):
     icount = "shift=0" if mode == "icount" else \
         f"shift=0,rr=record,rrfile={tmp_path / 'replay.bin'}"
     g = guest(qemu, "-accel", "tcg,tlb-flush=relaxed", "-icount", icount)
-    assert "TLB flush mode      strict" in g.hmp("info jit")
-    g.shutdown()
+    assert g.jit_info().tlb_flush_mode == "strict"
     assert "tlb-flush=relaxed is not supported with icount or " \
-        "record/replay; using tlb-flush=strict" in g.get_log()
+        "record/replay; using tlb-flush=strict" in shut_down(g)
 
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_info_jit_reports_mode(qemu, guest, mode):
-    info = guest(qemu, "-smp", "2", "-accel", f"tcg,tlb-flush={mode}") \
-        .hmp("info jit")
-    assert f"TLB flush mode      {mode}" in info
-    assert ("TLB barrier waits" in info) == (mode == "relaxed")
+    jit = guest(qemu, "-smp", "2", "-accel", f"tcg,tlb-flush={mode}") \
+        .jit_info()
+    assert jit.tlb_flush_mode == mode
+    assert ("TLB barrier waits" in jit.values) == (mode == "relaxed")
 
 
-def barrier_policy(qemu, smp, cpus=None):
-    """The "TLB barrier policy" line of info jit at -smp @smp, with QEMU
-    confined to the host CPUs @cpus if given."""
-    proc = run([qemu, "-M", "virt,gic-version=3", "-cpu", "max",
-                "-smp", str(smp), "-display", "none", "-S",
-                "-monitor", "stdio"],
-               input="info jit\nquit\n", timeout=60,
-               preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus
-               else None)
-    assert proc.returncode == 0, proc.stderr
-    return re.search(r"^TLB barrier policy\s+(.*?)\r?$", proc.stdout,
-                     re.M).group(1)
-
-
-def test_barrier_policy_is_decided_at_run_time_not_at_start(qemu):
+def test_barrier_policy_is_decided_at_run_time_not_at_start(qemu, guest):
     """Whether a barrier polls depends on the waits each vCPU sees, not on
     -smp against QEMU's CPU affinity at start-up, which cannot see a busy
     host: every vCPU starts polling, however many there are."""
     usable = sorted(os.sched_getaffinity(0))
     n = len(usable)
-    for smp, cpus in ((n, None), (n + 1, None), (2, {usable[0]})):
-        assert barrier_policy(qemu, smp, cpus) == \
+    for smp, cpus in ((n, None), (n + 1, None), (2, str(usable[0]))):
+        jit = guest(qemu, "-S", "-smp", str(smp),
+                    wrapper=["taskset", "-c", cpus] if cpus else ()) \
+            .jit_info()
+        assert jit.barrier_policy == \
             "poll up to 50 us while waits are that short, else sleep at " \
-            f"once ({smp} of {smp} vCPUs poll now)"
+            f"once ({smp} of {smp} vCPUs poll now)", jit.text
+        assert jit.polling_vcpus == (smp, smp)
 
 
 @pytest.mark.parametrize("args, why", [
-    ([], "relaxed (default: every CPU supports relaxed)"),
+    ([], "relaxed (auto: every CPU supports relaxed)"),
+    (["-accel", "tcg,tlb-flush=auto"],
+     "relaxed (auto: every CPU supports relaxed)"),
     (["-accel", "tcg,tlb-flush=relaxed"], "relaxed (tlb-flush=relaxed)"),
     (["-accel", "tcg,tlb-flush=strict"], "strict (tlb-flush=strict)"),
     (["-icount", "shift=0"], "strict (icount or record/replay)"),
     (["-M", "mps2-an385"],
-     "strict (default: CPU type cortex-m3-arm-cpu needs strict)"),
+     "strict (auto: CPU type cortex-m3-arm-cpu needs strict)"),
 ])
-def test_info_jit_says_why_the_mode_is_in_force(qemu, args, why):
-    board = [] if "-M" in args else ["-M", "virt", "-cpu", "max"]
-    proc = monitor_session(qemu, *board, *args)
-    assert proc.returncode == 0, proc.stderr
-    assert f"TLB flush mode      {why}\n" in proc.stdout.replace("\r", "")
+def test_info_jit_says_why_the_mode_is_in_force(qemu, guest, args, why):
+    board = [] if "-M" in args else None
+    jit = guest(qemu, "-S", *args, board=board).jit_info()
+    assert f"{jit.tlb_flush_mode} ({jit.tlb_flush_reason})" == why, jit.text
 
 
 def broadcast_test(tmp_path, *cflags, variant=""):
@@ -162,15 +145,11 @@ def broadcast_test(tmp_path, *cflags, variant=""):
 
 
 def run_broadcast(qemu, kernel, smp, mode, variant="", append=None):
-    return run([qemu, *tlbscale.VARIANTS[variant].machine, "-smp", str(smp),
-                "-accel", f"tcg,tlb-flush={mode}",
-                "-semihosting-config", "enable=on,target=native,chardev=output",
-                "-chardev", "stdio,id=output", "-kernel", kernel,
-                *(["-append", append] if append else [])],
-               timeout=300)
+    return run_qemu(qemu, tlbscale.tlb_test_args(variant, kernel, smp, mode,
+                                                 append), timeout=300)
 
 
-def results(stdout):
+def outcomes(stdout):
     """{test name: "PASS" or "FAIL"} from tlb-broadcast's output."""
     return {m[2]: m[1] for m in tlbscale.RESULT.finditer(stdout)}
 
@@ -188,15 +167,15 @@ def probe_tests(outcome):
 RACING_TRIES = 3
 
 
-def assert_every_racing_case_fails(run_once, n_racing):
+def assert_every_racing_case_fails(run_test, n_racing):
     """Negative control: each of the @n_racing racing cases of the test
-    that @run_once runs fails in one of RACING_TRIES runs at most, and each
+    that @run_test runs fails in one of RACING_TRIES runs at most, and each
     run's exit status says whether it failed; return the last run's
     process."""
     failed = set()
     for _ in range(RACING_TRIES):
-        proc = run_once()
-        outcome = probe_tests(results(proc.stdout))
+        proc = run_test()
+        outcome = probe_tests(outcomes(proc.stdout))
         assert len(outcome) == n_racing, proc.stdout
         assert (proc.returncode != 0) == ("FAIL" in outcome.values()), \
             proc.stdout
@@ -209,7 +188,7 @@ def assert_every_racing_case_fails(run_once, n_racing):
 
 # Per build of tlb-broadcast (tlbscale.VARIANTS): its first case and how
 # many of its cases race the issuer's DSB at -smp 2.
-VARIANTS = {
+BROADCAST_CASES = {
     "": ("loads: one page, VAE1IS", 8),
     "s2": ("loads: one page, IPAS2E1IS, VMALLE1IS", 5),
     "fb": ("loads: one page, VAE1 under HCR_EL2.FB+BSU", 8),
@@ -217,25 +196,25 @@ VARIANTS = {
 VARIANT_IDS = {"ids": lambda v: v or "el1"}
 
 
-@pytest.mark.parametrize("variant", VARIANTS, **VARIANT_IDS)
+@pytest.mark.parametrize("variant", BROADCAST_CASES, **VARIANT_IDS)
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, variant):
     """Negative control: without its TLBIs, tlb-broadcast must fail."""
-    first_case, _ = VARIANTS[variant]
+    first_case, _ = BROADCAST_CASES[variant]
     proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_TLBI",
                                               variant=variant),
                          2, mode, variant)
     assert proc.returncode != 0, proc.stdout
-    assert results(proc.stdout)[first_case] == "FAIL"
+    assert outcomes(proc.stdout)[first_case] == "FAIL"
 
 
-@pytest.mark.parametrize("variant", VARIANTS, **VARIANT_IDS)
+@pytest.mark.parametrize("variant", BROADCAST_CASES, **VARIANT_IDS)
 def test_broadcast_check_fails_if_the_barrier_does_not_wait(qemu, tmp_path,
                                                             variant):
     """Negative control: with x-tlb-barrier=off every test whose probe
     races the DSB fails; strict mode with the same binary passes
     (run-tlb-broadcast[-s2|-fb]-smp2-strict)."""
-    _, n_racing = VARIANTS[variant]
+    _, n_racing = BROADCAST_CASES[variant]
     kernel = broadcast_test(tmp_path, variant=variant)
     assert_every_racing_case_fails(
         lambda: run_broadcast(qemu, kernel, 2, "relaxed,x-tlb-barrier=off",
@@ -250,18 +229,19 @@ def test_broadcast_check_sees_a_final_dsb_nsh(qemu, tmp_path, mode, variant):
     in every racing test, and pass in strict mode, which completes each
     TLBI at once.  So the tests see a missing wait, not a missing TLBI.
     The same holds for the barrier at EL2 of tlb-broadcast-s2."""
-    _, n_racing = VARIANTS[variant]
+    _, n_racing = BROADCAST_CASES[variant]
     kernel = broadcast_test(tmp_path, '-DFINAL_DSB="dsb nsh"',
                             variant=variant)
-    def run_once():
+
+    def run_test():
         return run_broadcast(qemu, kernel, 2, mode, variant)
     if mode == "strict":
-        proc = run_once()
-        assert len(probe_tests(results(proc.stdout))) == n_racing, \
+        proc = run_test()
+        assert len(probe_tests(outcomes(proc.stdout))) == n_racing, \
             proc.stdout
         assert proc.returncode == 0, proc.stdout
     else:
-        proc = assert_every_racing_case_fails(run_once, n_racing)
+        proc = assert_every_racing_case_fails(run_test, n_racing)
     assert "final dsb nsh" in proc.stdout
 
 
@@ -278,7 +258,7 @@ def test_broadcast_check_with_an_aarch32_barrier(qemu, tmp_path, mode,
                                               f"-DFINAL_DSB_A32={barrier}"),
                          2, mode)
     assert f"final AArch32 EL0 {barrier}" in proc.stdout
-    assert len(probe_tests(results(proc.stdout))) == 8, proc.stdout
+    assert len(probe_tests(outcomes(proc.stdout))) == 8, proc.stdout
     assert proc.returncode == 0, proc.stdout
 
 
@@ -301,7 +281,7 @@ def test_random_check_fails_without_tlbi(qemu, mode, variant):
     """Negative control: without its TLBIs, every case of tlb-random fails,
     scripted and random alike."""
     proc = run_random(qemu, variant, mode, "drop-tlbi rounds=50")
-    outcome = results(proc.stdout)
+    outcome = outcomes(proc.stdout)
     assert len(outcome) >= 11, proc.stdout
     assert set(outcome.values()) == {"FAIL"}, proc.stdout
     assert proc.returncode != 0
@@ -375,12 +355,13 @@ def need_guest():
 
 def linux(qemu, smp, mode, init_args, timeout=300):
     need_guest()
-    return run(qemu_args(qemu, "-m", "1G", "-serial", "stdio", "-no-reboot",
-                         "-smp", str(smp), "-accel", f"tcg,tlb-flush={mode}",
-                         "-kernel", GUEST / "vmlinuz",
-                         "-initrd", GUEST / "initrd.cpio",
-                         "-append", "console=ttyAMA0 panic=-1 quiet " +
-                         init_args), timeout=timeout)
+    return run_qemu(qemu, [*tlbscale.BOARD, "-m", "1G", "-serial", "stdio",
+                           "-no-reboot", "-smp", str(smp),
+                           "-accel", f"tcg,tlb-flush={mode}",
+                           "-kernel", GUEST / "vmlinuz",
+                           "-initrd", GUEST / "initrd.cpio",
+                           "-append", "console=ttyAMA0 panic=-1 quiet " +
+                           init_args], timeout=timeout)
 
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed",
@@ -420,12 +401,12 @@ def test_flushes_skip_vcpus_that_cannot_hold_the_page(qemu, tmp_path):
     try:
         seconds, why = g.wait_shutdown(300)
         assert seconds is not None, why
-        info = g.jit()
+        jit = g.jit_info()
     finally:
         g.shutdown()
     assert "RESULT mprotect 2 " in g.console()
-    flushes = re.search(r"^TLB relaxed flushes (\d+)", info, re.M)
-    filtered = re.search(r"^TLB remote flushes filtered out (\d+)", info,
-                         re.M)
-    assert flushes and filtered, info
-    assert int(filtered[1]) > int(flushes[1]) / 4, info
+    counters = jit.counters()
+    assert "tlb_relaxed_flushes" in counters, jit.text
+    assert "tlb_filtered_out" in counters, jit.text
+    assert counters["tlb_filtered_out"] > \
+        counters["tlb_relaxed_flushes"] / 4, jit.text

@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from conftest import BUILD, QEMU_BUILD, run
+from conftest import run
+from harness.paths import BUILD, QEMU_BUILD
 
 UNIT_TESTS = [
     "test-tcg-region-layout", "test-tlb-pending", "test-tlb-filter",

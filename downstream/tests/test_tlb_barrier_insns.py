@@ -1,0 +1,64 @@
+"""Which Arm barriers complete broadcast TLB maintenance: a DSB does, the
+speculation barriers SSBB and PSSBB (DSB #0 and #4) do not, and the
+translation is the same whatever -accel tcg,tlb-flush says, so that
+target/arm reads no accelerator state.  Read from the TCG ops of a
+kernel made of the barriers (-d op).
+
+Negative control: a build that calls tlb_flush_barrier() from SSBB and
+PSSBB, or only in relaxed mode, fails these tests."""
+
+import struct
+import time
+
+import pytest
+
+# (instruction, helper it calls or None), in execution order; the kernel
+# ends in "b .", so everything before it is one translation block.
+A64 = [
+    (0xD503309F, None),                         # SSBB (DSB #0)
+    (0xD503349F, None),                         # PSSBB (DSB #4)
+    (0xD5033B9F, "tlb_flush_barrier"),          # DSB ISH
+    (0xD503379F, "tlb_flush_barrier_nsh"),      # DSB NSH, at EL1
+    (0xD5033F9F, "tlb_flush_barrier"),          # DSB SY
+    (0xD503389F, "tlb_flush_barrier"),          # DSB #8: behaves as SY
+    (0xD5033BBF, None),                         # DMB ISH
+    (0x14000000, None),                         # b .
+]
+A32 = [
+    (0xF57FF040, None),                         # SSBB
+    (0xF57FF044, None),                         # PSSBB
+    (0xF57FF04B, "tlb_flush_barrier"),          # DSB ISH
+    (0xF57FF04F, "tlb_flush_barrier"),          # DSB SY
+    (0xF57FF05B, None),                         # DMB ISH
+    (0xEAFFFFFE, None),                         # b .
+]
+
+
+def barrier_calls(guest, qemu, tmp_path, cpu, program, mode):
+    """The tlb_flush_barrier* helpers that the translation of @program
+    calls, in order, on -cpu @cpu with tlb-flush=@mode."""
+    kernel = tmp_path / "barriers.bin"
+    kernel.write_bytes(b"".join(struct.pack("<I", insn)
+                                for insn, _ in program))
+    log = tmp_path / f"op-{cpu}-{mode}.log"
+    g = guest(qemu, "-accel", f"tcg,tlb-flush={mode}", "-d", "op",
+              "-D", log, board=["-M", "virt", "-cpu", cpu, "-nic", "none",
+                                "-kernel", kernel])
+    time.sleep(1)       # the first TB is translated at once
+    g.shutdown()        # and the log is flushed at exit
+    calls = []
+    for line in log.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["call"] and words[1].startswith("tlb_flush_barrier"):
+            calls.append(words[1].split(",")[0])
+    return calls
+
+
+@pytest.mark.parametrize("cpu,program", [("max", A64), ("cortex-a15", A32)],
+                         ids=["a64", "a32"])
+@pytest.mark.parametrize("mode", ["relaxed", "strict"])
+def test_dsb_calls_the_barrier_ssbb_does_not(guest, qemu, tmp_path, cpu,
+                                             program, mode):
+    expected = [helper for _, helper in program if helper]
+    assert barrier_calls(guest, qemu, tmp_path, cpu, program, mode) == \
+        expected
