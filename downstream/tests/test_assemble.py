@@ -9,8 +9,14 @@ from conftest import run
 from harness.paths import BUILD, COVER_LETTER, REPO, series
 
 
+# git's automatic gc runs in the foreground, so that no detached gc still
+# writes to a tree the test is removing.
+NO_DETACHED_GC = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gc.autoDetach",
+                  "GIT_CONFIG_VALUE_0": "false"}
+
+
 def git(*args, cwd):
-    proc = run(["git", "-C", cwd, *args])
+    proc = run(["git", "-c", "gc.autoDetach=false", "-C", cwd, *args])
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
@@ -25,7 +31,7 @@ def scratch(tmp_path_factory):
     tarball = BUILD / "cache" / "qemu_10.0.13+ds.orig.tar.xz"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(repo),
            "QEMU_TARBALL": str(tarball),
-           "GIT_CONFIG_GLOBAL": "/dev/null"}
+           "GIT_CONFIG_GLOBAL": "/dev/null", **NO_DETACHED_GC}
     proc = run([repo / "bin" / "assemble"], env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return repo, env
