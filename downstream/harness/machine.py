@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -197,13 +198,17 @@ class Guest(QEMUMachine):
         except QEMUMachineError as e:
             output = getattr(e, "output", None) or self.get_log() or str(e)
             raise HarnessError(output.strip()) from e
+        # Open the console here: QEMUMachine opens it on first use, and a
+        # QEMU that exits at once would otherwise be shut down (and the
+        # socket pair dropped) before the reader thread first uses it.
+        console = self.console_socket
         self._reader = threading.Thread(target=self._read_console,
-                                        daemon=True)
+                                        args=(console,), daemon=True)
         self._reader.start()
 
-    def _read_console(self) -> None:
+    def _read_console(self, console: socket.socket) -> None:
         try:
-            for raw in self.console_socket.makefile("rb"):
+            for raw in console.makefile("rb"):
                 self.lines.append((time.monotonic() - self.started,
                                    raw.decode(errors="replace")
                                    .rstrip("\r\n")))
