@@ -1,8 +1,11 @@
 """bin/boot-time: boots a guest once and reports boot+shutdown."""
 
 import re
+import threading
+import time
 
 from conftest import run
+from harness.machine import Guest
 from harness.paths import REPO
 
 
@@ -28,3 +31,22 @@ def test_missing_kernel_is_an_error(qemu, tmp_path):
                 tmp_path / "nothing"])
     assert proc.returncode != 0
     assert "does not exist" in proc.stderr
+
+
+def test_a_console_reader_that_starts_late_finds_the_console(qemu,
+                                                             monkeypatch):
+    """Guest opens the console in launch(): QEMUMachine opens it on first
+    use and drops it at shutdown, so a reader thread whose first step
+    comes after shutdown() must not be the one to open it."""
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+
+    class LateReader(Guest):
+        def _read_console(self, *args):
+            time.sleep(0.5)
+            super()._read_console(*args)
+
+    guest = LateReader(qemu, ["-M", "virt", "-S"])
+    guest.launch()
+    guest.shutdown()
+    assert errors == []
