@@ -19,7 +19,8 @@ binary accepts is an error, one that only some binaries accept (for
 example -accel tcg,tlb-flush=relaxed on the baseline) runs on those.
 Each configuration is compared with the reference binary's run of its
 namesake or of the configuration --pair names; without either, bench
-refuses to start.
+refuses to start.  A binary in a meson build directory is first brought
+up to date with ninja, so that results.json names the commit that ran.
 
 Per run: wall time to the guest's power-off (QMP SHUTDOWN; QEMU runs with
 -no-shutdown), the times console lines mark the kernel's start, userspace,
@@ -158,6 +159,7 @@ def bench(args: argparse.Namespace) -> None:
     for name, path in binaries:
         if not os.access(path, os.X_OK):
             raise HarnessError(f"binary {name}={path} is not an executable")
+        matrix.build_binary(path)
     guest = args.guest or workload["folder"]
     guest_args = workload_args(workload, guest)
     if args.el2:

@@ -107,13 +107,39 @@ def run_rounds(jobs: List[Job], rounds: int, guest_args: Sequence[str],
     return rows
 
 
-def binary_source(path) -> Optional[str]:
-    """The source tree commit a meson-built binary came from, with
-    "-dirty" if the tree had uncommitted changes, or None if unknown."""
+def meson_info(path) -> Optional[dict]:
+    """meson-info.json of the build directory a binary sits in, or None
+    for a binary outside a meson build (a copy, another build system)."""
     info = pathlib.Path(path).resolve().parent / "meson-info" / "meson-info.json"
     try:
-        source = json.loads(info.read_text())["directories"]["source"]
-    except (OSError, ValueError, KeyError):
+        return json.loads(info.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def build_binary(path) -> None:
+    """Bring a meson-built binary up to date with its source tree (ninja
+    does nothing where it is), so that binary_source() names the commit
+    that runs; a binary outside a meson build is left as it is."""
+    info = meson_info(path)
+    if info is None:
+        return
+    build_dir = pathlib.Path(info["directories"]["build"])
+    target = pathlib.Path(path).resolve().relative_to(build_dir.resolve())
+    proc = subprocess.run(["ninja", "-C", str(build_dir), str(target)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise HarnessError(f"ninja -C {build_dir} {target} failed:\n"
+                           f"{(proc.stdout + proc.stderr)[-2000:]}")
+
+
+def binary_source(path) -> Optional[str]:
+    """The source tree commit a meson-built binary came from, with
+    "-dirty" if the tree had uncommitted changes, or None if unknown.
+    Only true of a binary that build_binary() has brought up to date."""
+    try:
+        source = meson_info(path)["directories"]["source"]
+    except (TypeError, KeyError):
         return None
     proc = subprocess.run(["git", "-C", source, "describe", "--always",
                            "--abbrev=40", "--dirty", "--match", "NONE"],

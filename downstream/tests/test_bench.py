@@ -3,6 +3,7 @@ harness.workloads, harness.report, harness.stats): statistics, pairing,
 reports, bad input, and one short real run."""
 
 import json
+import os
 import re
 
 import pytest
@@ -446,3 +447,53 @@ def test_info_jit_is_read_in_one_place():
     assert upstream.counters() == {"code_bytes": 0,
                                    "code_capacity": 1073736704, "tb_count": 0}
     assert upstream.regions is None and upstream.tlb_flush_mode is None
+
+
+def fake_meson_build(tmp_path, ninja_script):
+    """A meson build directory holding a 'binary', and a fake ninja on a
+    PATH that logs its arguments; returns (binary, log, env)."""
+    build = tmp_path / "build"
+    (build / "meson-info").mkdir(parents=True)
+    (build / "meson-info" / "meson-info.json").write_text(json.dumps(
+        {"directories": {"source": str(tmp_path), "build": str(build)}}))
+    binary = build / "qemu-system-aarch64"
+    binary.write_text("#!/bin/sh\nexit 1\n")
+    binary.chmod(0o755)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "ninja.log"
+    ninja = bindir / "ninja"
+    ninja.write_text(f'#!/bin/sh\necho "$@" >>{log}\n{ninja_script}\n')
+    ninja.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    return binary, log, env
+
+
+def test_bench_builds_a_meson_built_binary_before_it_runs(tmp_path):
+    """binary_sources names the source tree's commit: true only of a
+    binary that is up to date with it, so bench runs ninja first."""
+    binary, log, env = fake_meson_build(tmp_path, "exit 0")
+    proc = run([BENCH, "--workload", "boot", "-n", "2",
+                "--binary", f"a={binary}", "--out", tmp_path / "out"],
+               env=env)
+    assert proc.returncode != 0     # the fake binary runs nothing
+    assert log.read_text() == f"-C {binary.parent} qemu-system-aarch64\n"
+
+
+def test_a_binary_outside_a_meson_build_is_not_built(tmp_path, monkeypatch):
+    binary, log, env = fake_meson_build(tmp_path, "exit 0")
+    monkeypatch.setenv("PATH", env["PATH"])
+    copy = tmp_path / "copy"
+    copy.write_bytes(binary.read_bytes())
+    matrix.build_binary(copy)
+    assert not log.exists()
+
+
+def test_a_failing_build_stops_bench_before_it_writes(tmp_path):
+    binary, log, env = fake_meson_build(tmp_path, 'echo "no rule"; exit 1')
+    proc = run([BENCH, "--workload", "boot", "-n", "2",
+                "--binary", f"a={binary}", "--out", tmp_path / "out"],
+               env=env)
+    assert proc.returncode != 0
+    assert "no rule" in proc.stderr and "failed" in proc.stderr
+    assert not (tmp_path / "out").exists()
