@@ -2,19 +2,46 @@
 /*
  * In-guest TLB maintenance micro-benchmarks, run as the initramfs's init
  * ("rdinit=/tlb-bench -- [OPS]"): every CPU but one runs a thread of
- * this process that keeps reading memory, so the kernel's broadcast
- * TLB invalidations must reach busy vCPUs, while the main thread times
- *   mprotect   an mprotect(PROT_READ) + mprotect(PROT_READ|PROT_WRITE) pair
+ * this process that keeps accessing memory, so the kernel's broadcast
+ * TLB invalidations must reach busy vCPUs, while the main thread, on
+ * CPU 0, times (each thread is pinned to its CPU, so that the guest's
+ * scheduler does not move them between runs)
+ *   mprotect   an mprotect(PROT_READ) + mprotect(PROT_READ|PROT_WRITE)
+ *              pair on a page of its own, the other threads reading 64
+ *              pages mapped right above it
  *   munmap     mmap of 64 pages, touching each, munmap
  *   fork       fork, the child writing one byte of each of 64 pages
  *              (copy on write) and exiting, the parent waiting for it
+ * the same mprotect pair in other shapes of what the other threads do,
+ * each on pages mapped afresh for it:
+ *   mprotect-far-read, mprotect-far-write
+ *              they read or write a page mapped 4 GiB below it
+ *   mprotect-adjacent-read, mprotect-adjacent-write
+ *              they read or write the page that the next mmap() after
+ *              the mprotected page's returned: right below it, the way
+ *              mmap() and malloc() lay out data that threads share
+ *   mprotect-shared-read
+ *              they read the mprotected page itself
+ * and, with nothing for TLB maintenance to do, the paths that relaxed
+ * maintenance adds hooks to, 1000 iterations per operation:
+ *   tb         MSR TPIDR_EL0, which ends its TB: one pass of QEMU's
+ *              execution loop each
+ *   svc        a system call (getppid): an exception and its return
+ *   dsb        DSB ISH with no TLB maintenance before it
+ *   fill       loads from 16 pages 4 GiB apart in turn, so that each misses
+ *              QEMU's TLB and its victim TLB and walks the page table
  * with the guest's CLOCK_MONOTONIC, one operation at a time, and prints,
  * per operation,
+ *   RUN <op> <ncpus>
+ * as it starts timing it (a host can then read QEMU's counters), and
  *   RESULT <op> <ncpus> <mean ns> <ops> <median ns> <99th percentile ns>
+ *          <the other threads' accesses per second>
  * then powers the guest off.  Built static by bin/guest-kernel.
  */
 
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +49,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/reboot.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,10 +57,27 @@
 #define N_PAGES 64
 #define MIN_NS (500 * 1000 * 1000ll)  /* time each op at least this long */
 #define MAX_SAMPLES 65536           /* per op; mprotect makes ~4000 */
+#define PATH_ITERATIONS 1000        /* per op of tb, svc, dsb and fill */
+#define FAR ((uintptr_t)4 << 30)    /* another 1 GiB region, any TLB set */
+#define FILL_PAGES 16               /* more than QEMU's 8-entry victim TLB */
+#define MAX_THREADS 256
 
 static long page_size;
 static int stop_busy;
 static char *shared;
+
+/*
+ * What the other threads access: the 64 pages of @shared when
+ * @busy_page is NULL, else that page, written if @busy_write.
+ */
+static char *busy_page;
+static int busy_write;
+
+/* Each thread's accesses, on a cache line of its own. */
+static struct {
+    unsigned long n;
+    char pad[256 - sizeof(unsigned long)];
+} progress[MAX_THREADS];
 
 static int64_t now_ns(void)
 {
@@ -44,14 +89,65 @@ static int64_t now_ns(void)
 
 static void *busy(void *arg)
 {
-    unsigned long sum = 0;
+    long self = (long)arg;
+    unsigned long sum = 0, n = 0;
 
     while (!__atomic_load_n(&stop_busy, __ATOMIC_RELAXED)) {
-        for (int i = 0; i < N_PAGES; i++) {
-            sum += __atomic_load_n(&shared[i * page_size], __ATOMIC_RELAXED);
+        char *page = __atomic_load_n(&busy_page, __ATOMIC_ACQUIRE);
+
+        if (!page) {
+            for (int i = 0; i < N_PAGES; i++) {
+                sum += __atomic_load_n(&shared[i * page_size],
+                                       __ATOMIC_RELAXED);
+            }
+            n += N_PAGES;
+        } else if (__atomic_load_n(&busy_write, __ATOMIC_RELAXED)) {
+            /* A line of its own per thread, as per-thread data would be. */
+            char *p = &page[(self * 64) % page_size];
+
+            __atomic_store_n(p, *p + 1, __ATOMIC_RELAXED);
+            n++;
+        } else {
+            sum += __atomic_load_n(&page[(self * 64) % page_size],
+                                   __ATOMIC_RELAXED);
+            n++;
         }
+        __atomic_store_n(&progress[self].n, n, __ATOMIC_RELAXED);
     }
     return (void *)sum;
+}
+
+static unsigned long others_progress(int ncpus)
+{
+    unsigned long n = 0;
+
+    for (int i = 0; i < ncpus - 1 && i < MAX_THREADS; i++) {
+        n += __atomic_load_n(&progress[i].n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+
+static char *map_page(void *hint, int flags)
+{
+    char *p = mmap(hint, page_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    p[0] = 1;
+    return p;
+}
+
+/* The page that the shapes' operation mprotects. */
+static char *mprotected;
+
+static void mprotect_pair(char *page)
+{
+    page[0]++;
+    mprotect(page, page_size, PROT_READ);
+    mprotect(page, page_size, PROT_READ | PROT_WRITE);
 }
 
 static void op_mprotect(void)
@@ -59,12 +155,58 @@ static void op_mprotect(void)
     static char *page;
 
     if (!page) {
-        page = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        page = map_page(NULL, 0);
     }
-    page[0]++;
-    mprotect(page, page_size, PROT_READ);
-    mprotect(page, page_size, PROT_READ | PROT_WRITE);
+    mprotect_pair(page);
+}
+
+static void op_mprotect_shape(void)
+{
+    mprotect_pair(mprotected);
+}
+
+/* Shapes: map the page to mprotect, and what the others access. */
+static void shape_far(int write)
+{
+    mprotected = map_page(NULL, 0);
+    busy_write = write;
+    __atomic_store_n(&busy_page,
+                     map_page(mprotected - FAR, MAP_FIXED_NOREPLACE),
+                     __ATOMIC_RELEASE);
+}
+
+static void shape_far_read(void)
+{
+    shape_far(0);
+}
+
+static void shape_far_write(void)
+{
+    shape_far(1);
+}
+
+static void shape_adjacent(int write)
+{
+    mprotected = map_page(NULL, 0);
+    busy_write = write;
+    __atomic_store_n(&busy_page, map_page(NULL, 0), __ATOMIC_RELEASE);
+}
+
+static void shape_adjacent_read(void)
+{
+    shape_adjacent(0);
+}
+
+static void shape_adjacent_write(void)
+{
+    shape_adjacent(1);
+}
+
+static void shape_shared_read(void)
+{
+    mprotected = map_page(NULL, 0);
+    busy_write = 0;
+    __atomic_store_n(&busy_page, mprotected, __ATOMIC_RELEASE);
 }
 
 static void op_munmap(void)
@@ -99,14 +241,72 @@ static void op_fork(void)
     pages[0]++;     /* the parent's copy on write */
 }
 
+static void op_tb(void)
+{
+    uint64_t tls;
+
+    /* TPIDR_EL0 holds the C library's thread pointer: write it back. */
+    asm volatile("mrs %0, tpidr_el0" : "=r"(tls));
+    for (int i = 0; i < PATH_ITERATIONS; i++) {
+        asm volatile("msr tpidr_el0, %0" : : "r"(tls) : "memory");
+    }
+}
+
+static void op_svc(void)
+{
+    for (int i = 0; i < PATH_ITERATIONS; i++) {
+        syscall(SYS_getppid);
+    }
+}
+
+static void op_dsb(void)
+{
+    for (int i = 0; i < PATH_ITERATIONS; i++) {
+        asm volatile("dsb ish" : : : "memory");
+    }
+}
+
+static char *fill_page[FILL_PAGES];
+
+static void op_fill(void)
+{
+    unsigned long sum = 0;
+
+    if (!fill_page[0]) {
+        char *base = map_page(NULL, 0);
+
+        for (int i = 0; i < FILL_PAGES; i++) {
+            fill_page[i] = map_page(base - (i + 1) * FAR,
+                                    MAP_FIXED_NOREPLACE);
+        }
+    }
+    for (int i = 0; i < PATH_ITERATIONS; i++) {
+        sum += *(volatile char *)fill_page[i % FILL_PAGES];
+    }
+    asm volatile("" : : "r"(sum));
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
+    void (*shape)(void);    /* maps its pages before the first run */
 } ops[] = {
     { "mprotect", op_mprotect },
     { "munmap", op_munmap },
     { "fork", op_fork },
+    { "mprotect-far-read", op_mprotect_shape, shape_far_read },
+    { "mprotect-far-write", op_mprotect_shape, shape_far_write },
+    { "mprotect-adjacent-read", op_mprotect_shape, shape_adjacent_read },
+    { "mprotect-adjacent-write", op_mprotect_shape, shape_adjacent_write },
+    { "mprotect-shared-read", op_mprotect_shape, shape_shared_read },
+    { "tb", op_tb },
+    { "svc", op_svc },
+    { "dsb", op_dsb },
+    { "fill", op_fill },
 };
+
+/* What runs without OPS: the operations of the first releases. */
+#define DEFAULT_OPS 3
 
 static int64_t samples[MAX_SAMPLES];
 
@@ -126,9 +326,18 @@ static int64_t percentile(long n, int pct)
 static void run(int op, int ncpus)
 {
     int64_t start, before, after;
+    unsigned long others;
     long n = 0, kept;
 
+    if (ops[op].shape) {
+        ops[op].shape();
+    } else {
+        __atomic_store_n(&busy_page, NULL, __ATOMIC_RELEASE);
+    }
     ops[op].fn();   /* warm up */
+    printf("RUN %s %d\n", ops[op].name, ncpus);
+    fflush(stdout);
+    others = others_progress(ncpus);
     start = after = now_ns();
     do {
         before = after;
@@ -139,28 +348,42 @@ static void run(int op, int ncpus)
         }
         n++;
     } while (after - start < MIN_NS);
+    others = others_progress(ncpus) - others;
     kept = n < MAX_SAMPLES ? n : MAX_SAMPLES;
     qsort(samples, kept, sizeof(samples[0]), compare_ns);
-    printf("RESULT %s %d %.0f %ld %lld %lld\n", ops[op].name, ncpus,
+    printf("RESULT %s %d %.0f %ld %lld %lld %.0f\n", ops[op].name, ncpus,
            (double)(after - start) / n, n, (long long)percentile(kept, 50),
-           (long long)percentile(kept, 99));
+           (long long)percentile(kept, 99),
+           others * 1e9 / (after - start));
     fflush(stdout);
 }
 
 int main(int argc, char **argv)
 {
     int ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-    pthread_t threads[ncpus > 1 ? ncpus - 1 : 1];
+    pthread_t threads[MAX_THREADS];
+
+    cpu_set_t cpus;
 
     page_size = getauxval(AT_PAGESZ);
     shared = mmap(NULL, N_PAGES * page_size, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    for (int i = 0; i < ncpus - 1; i++) {
-        pthread_create(&threads[i], NULL, busy, NULL);
+    for (long i = 0; i < ncpus - 1 && i < MAX_THREADS; i++) {
+        pthread_attr_t attr;
+
+        pthread_attr_init(&attr);
+        CPU_ZERO(&cpus);
+        CPU_SET(i + 1, &cpus);
+        pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+        pthread_create(&threads[i], &attr, busy, (void *)i);
+        pthread_attr_destroy(&attr);
     }
+    CPU_ZERO(&cpus);
+    CPU_SET(0, &cpus);
+    sched_setaffinity(0, sizeof(cpus), &cpus);
 
     for (int op = 0; op < (int)(sizeof(ops) / sizeof(ops[0])); op++) {
-        int wanted = argc <= 1;
+        int wanted = argc <= 1 && op < DEFAULT_OPS;
 
         for (int a = 1; a < argc; a++) {
             wanted |= strcmp(argv[a], ops[op].name) == 0;
@@ -171,7 +394,7 @@ int main(int argc, char **argv)
     }
 
     __atomic_store_n(&stop_busy, 1, __ATOMIC_RELAXED);
-    for (int i = 0; i < ncpus - 1; i++) {
+    for (int i = 0; i < ncpus - 1 && i < MAX_THREADS; i++) {
         pthread_join(threads[i], NULL);
     }
     puts("booted");

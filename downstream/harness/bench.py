@@ -5,7 +5,8 @@ summarises.
 Workloads:
   debian  boot build/image (make image) to power-off with snapshot=on
   boot    boot Debian's kernel with an initramfs whose init powers off
-  tlb     the in-guest TLB micro-benchmarks, downstream/guest/tlb-bench.c
+  tlb     the in-guest TLB micro-benchmarks, downstream/guest/tlb-bench.c:
+          --ops names which (default: mprotect, munmap, fork)
   stress  stress-ng in build/image: groups of stressors that make Linux
           issue broadcast TLB maintenance, each group for --stress-seconds
           with --verify, one worker per stressor and vCPU; the metric of a
@@ -41,8 +42,9 @@ import sys
 from typing import List
 
 from . import HarnessError, matrix, paths, report
-from .workloads import (BARRIER_COLUMNS, OP_COLUMNS, STRESS_GROUPS,
-                        TLB_MODES, WORKLOADS, stress_append, stress_metric,
+from .workloads import (BARRIER_COLUMNS, BUSY_LOADS, OP_COLUMNS,
+                        STRESS_GROUPS, TLB_MODES, TLB_OPS, WORKLOADS,
+                        stress_append, stress_metric, tlb_append,
                         tlb_configs, tlb_pairs, workload_args)
 
 
@@ -98,9 +100,17 @@ def argument_parser() -> argparse.ArgumentParser:
                         default=":".join(STRESS_GROUPS),
                         help="the stress groups, each stressor+stressor... "
                         "(default: %(default)s)")
+    parser.add_argument("--ops", metavar="OP,...",
+                        help="tlb-bench's operations that the tlb workload "
+                        f"runs, of {', '.join(TLB_OPS)} (default: "
+                        "mprotect,munmap,fork)")
     parser.add_argument("--busy", type=int, default=0, metavar="N",
                         help="keep N host CPUs busy with other processes "
                         "while every run runs (default: %(default)s)")
+    parser.add_argument("--busy-load", choices=BUSY_LOADS, default="hogs",
+                        help="what keeps them busy: N CPU-bound processes, "
+                        "or a compile of QEMU's sources with make -j N "
+                        "(default: %(default)s)")
     parser.add_argument("--guest", type=pathlib.Path,
                         help="folder with the workload's kernel, initrd and "
                         "image (default: build/image, or build/guest for "
@@ -138,6 +148,17 @@ def bench(args: argparse.Namespace) -> None:
     if args.workload == "stress":
         workload = {**workload, "stress": groups,
                     "append": stress_append(groups, args.stress_seconds)}
+    if args.ops:
+        ops = args.ops.split(",")
+        if args.workload != "tlb":
+            raise HarnessError("--ops names tlb-bench's operations; it "
+                               "takes --workload tlb")
+        unknown = [op for op in ops if op not in TLB_OPS]
+        if unknown or len(set(ops)) < len(ops):
+            raise HarnessError(f"--ops '{args.ops}' must name distinct "
+                               f"operations of {', '.join(TLB_OPS)}")
+        workload = {**workload, "results": tuple(ops),
+                    "append": tlb_append(ops)}
     if args.smp:
         if args.workload not in ("tlb", "stress") or args.config:
             raise HarnessError("--smp sets the tlb and stress workloads' "
@@ -174,10 +195,12 @@ def bench(args: argparse.Namespace) -> None:
         datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     runs = matrix.run_rounds(jobs, args.runs, guest_args, workload,
-                             args.timeout, args.barrier_waits, args.busy)
+                             args.timeout, args.barrier_waits, args.busy,
+                             args.busy_load)
     print("bench: probing the region layout grid", flush=True)
     setup = matrix.Setup(["bin/bench", *sys.argv[1:]], args.workload, guest,
-                         guest_args, binaries, configs, args.busy)
+                         guest_args, binaries, configs, args.busy,
+                         args.busy_load)
     metrics = ["wall_s"] + [column.format(op)
                             for op in workload.get("results", ())
                             for column in OP_COLUMNS] \

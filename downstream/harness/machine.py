@@ -86,7 +86,15 @@ JIT_COUNTERS = {
     "tlb_partial_flushes": ("TLB partial flushes", r"^(\d+)"),
     "tlb_elided_flushes": ("TLB elided flushes", r"^(\d+)"),
     "tlb_relaxed_flushes": ("TLB relaxed flushes", r"^(\d+)"),
+    "tlb_alone": ("TLB relaxed flushes", r"queued for no other vCPU (\d+)"),
     "tlb_filtered_out": ("TLB remote flushes filtered out", r"^(\d+)"),
+    "tlb_probed": ("TLB remote flushes filtered out", r"TLBs probed (\d+)"),
+    "tlb_probe_skipped": ("TLB remote flushes filtered out",
+                          r"held nothing (\d+)"),
+    "tlb_catch_ups": ("TLB remote catch-ups", r"^(\d+)"),
+    "tlb_kicks": ("TLB remote catch-ups", r"kicks (\d+)"),
+    "tlb_idle_catch_ups": ("TLB remote catch-ups",
+                           r"removing nothing (\d+)"),
     "tlb_barrier_waits": ("TLB barrier waits", r"^(\d+)"),
     "tlb_barrier_wait_us": ("TLB barrier waits", r"^\d+ \((\d+) us"),
     "regions": ("code regions", r"^(\d+) x"),
@@ -222,6 +230,23 @@ class Guest(QEMUMachine):
 
     def console(self) -> str:
         return "\n".join(line for _, line in self.lines)
+
+    def wait_console(self, pattern: str, timeout: float) -> str:
+        """The first console line that matches @pattern, waiting up to
+        @timeout seconds; a HarnessError if none comes."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            lines = self.lines[seen:]
+            for _, line in lines:
+                if re.search(pattern, line):
+                    return line
+            seen += len(lines)
+            if time.monotonic() > deadline or not self.is_running():
+                raise HarnessError(f"no console line matches {pattern!r} "
+                                   f"within {timeout} s:\n"
+                                   f"{self.console()[-2000:]}")
+            time.sleep(0.05)
 
     def wait_shutdown(self, timeout: float) -> Tuple[Optional[float], str]:
         """Seconds from launch to the QMP SHUTDOWN event and its reason,

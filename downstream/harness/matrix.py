@@ -86,13 +86,13 @@ def reference_pairs(given: Named, configs: Sequence[str],
 
 def run_rounds(jobs: List[Job], rounds: int, guest_args: Sequence[str],
                workload: dict, timeout: float, barrier_waits: bool,
-               busy: int) -> List[dict]:
+               busy: int, busy_load: str = "hogs") -> List[dict]:
     """Every job once per round, with a progress line per run; the rows
     of results.json's "runs"."""
     rows: List[dict] = []
     total = rounds * len(jobs)
     began = time.monotonic()
-    with BusyHost(busy):
+    with BusyHost(busy, busy_load):
         for rnd in range(1, rounds + 1):
             for job in jobs:
                 row = run_once(job.path, [*job.args, *guest_args], workload,
@@ -184,7 +184,8 @@ class Setup(NamedTuple):
     guest_args: List[str]       # the QEMU arguments that boot it
     binaries: Named
     configs: Named
-    busy: int                   # BusyHost processes
+    busy: int                   # BusyHost's host CPUs
+    busy_load: str = "hogs"     # and what keeps them busy
 
 
 def results(setup: Setup, pairs: Dict[str, str], metrics: List[str],
@@ -196,6 +197,7 @@ def results(setup: Setup, pairs: Dict[str, str], metrics: List[str],
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": host_description(),
         "busy_host_processes": setup.busy,
+        "busy_host_load": setup.busy_load,
         "guest": paths.repo_relative(setup.guest),
         "qemu_args": paths.repo_relative_command(
             shlex.join([*VIRT, *setup.guest_args])),

@@ -113,6 +113,17 @@ def fmt(value, digits):
     return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
+def busy_host(results) -> str:
+    """What kept the host busy, as the machine line says it."""
+    n = results.get("busy_host_processes")
+    if not n:
+        return ""
+    if results.get("busy_host_load") == "compile":
+        return f"; a compile of QEMU's sources (make -j {n}) kept host " \
+            "CPUs busy"
+    return f"; {n} other processes kept host CPUs busy"
+
+
 def summary(results, charts):
     runs = [derived(r) for r in results["runs"]]
     binaries = list(results["binaries"])
@@ -132,8 +143,7 @@ def summary(results, charts):
            if m.get("cpus_usable", m["cpus"]) != m["cpus"] else "")
         + f", {m['memory_gib']} GiB, "
         f"{m['kernel']}, THP {m['thp']}"
-        + (f"; {results['busy_host_processes']} other processes kept "
-           "host CPUs busy" if results.get("busy_host_processes") else ""),
+        + busy_host(results),
         f"- guest: {results['guest']}; every run adds `{results['qemu_args']}`",
         "- binaries: " + ", ".join(
             f"{n}=`{p}` ({sources.get(n) or 'source unknown'})"

@@ -4,6 +4,8 @@ power-off and its columns, the console's boot phases, stress-ng's and
 tlb-bench's results, the barrier waits QEMU traced, and BusyHost, other
 processes keeping host CPUs busy meanwhile."""
 
+import json
+import os
 import pathlib
 import re
 import resource
@@ -27,6 +29,19 @@ GUEST_KERNEL = {
 # The -smp values of the tlb and stress workloads unless --smp names others.
 TLB_SMP = (1, 2, 4)
 TLB_MODES = ("strict", "relaxed")
+
+# tlb-bench's operations (downstream/guest/tlb-bench.c), and those that
+# the tlb workload runs unless --ops names others.
+TLB_OPS = ("mprotect", "munmap", "fork",
+           "mprotect-far-read", "mprotect-far-write",
+           "mprotect-adjacent-read", "mprotect-adjacent-write",
+           "mprotect-shared-read", "tb", "svc", "dsb", "fill")
+TLB_DEFAULT_OPS = ("mprotect", "munmap", "fork")
+
+
+def tlb_append(ops: Sequence[str]) -> str:
+    return "console=ttyAMA0 panic=-1 quiet rdinit=/tlb-bench -- " + \
+        " ".join(ops)
 
 # The stress workload's groups, run one after another in each boot: the
 # stressors of a group run together (stress.groups= of
@@ -91,10 +106,10 @@ WORKLOADS = {
     },
     "tlb": {
         **GUEST_KERNEL,
-        "append": "console=ttyAMA0 panic=-1 quiet rdinit=/tlb-bench",
+        "append": tlb_append(TLB_DEFAULT_OPS),
         "configs": tlb_configs(TLB_SMP),
         "pairs": tlb_pairs(TLB_SMP),
-        "results": ("mprotect", "munmap", "fork"),
+        "results": TLB_DEFAULT_OPS,
     },
     "stress": {
         "folder": paths.IMAGE, "make": "make image",
@@ -118,15 +133,16 @@ STRESS_METRIC = re.compile(
     r"[\d.]+\s+([\d.]+)\s+[\d.]+\s*$", re.M)
 
 # What the guest's tlb-bench reports per operation: mean, median and 99th
-# percentile of the time one operation took, in ns.
-OP_COLUMNS = ("{}_ns", "{}_p50_ns", "{}_p99_ns")
+# percentile of the time one operation took, in ns, and how many accesses
+# per second the other vCPUs' threads made meanwhile.
+OP_COLUMNS = ("{}_ns", "{}_p50_ns", "{}_p99_ns", "{}_others_per_s")
 
 # With --barrier-waits, every DSB that waited for other vCPUs, from the
 # tlb_relaxed_barrier trace event: mean, median and 99th percentile of its
 # wait in ns, as the metric "barrier_wait" beside the guest's operations.
 BARRIER_WAIT = re.compile(
     r"^(?:\d+@[\d.]+:)?tlb_relaxed_barrier .* waited (\d+) ns$", re.M)
-BARRIER_COLUMNS = [c.format("barrier_wait") for c in OP_COLUMNS]
+BARRIER_COLUMNS = [c.format("barrier_wait") for c in OP_COLUMNS[:3]]
 
 
 def barrier_wait_columns(trace_log: str) -> Dict[str, Optional[int]]:
@@ -264,11 +280,12 @@ def tlb_bench_columns(console: str, ops: Sequence[str]) -> Dict[str, int]:
     console."""
     columns = {}
     for op in ops:
-        m = re.search(rf"^RESULT {op} \d+ (\d+) \d+ (\d+) (\d+)\r?$",
-                      console, re.M)
+        m = re.search(rf"^RESULT {re.escape(op)} \d+ (\d+) \d+ (\d+) "
+                      r"(\d+) (\d+)\r?$", console, re.M)
         if not m:
             raise HarnessError(f"the guest reported no {op} result with "
-                               "percentiles; rebuild the initramfs with "
+                               "percentiles and the other threads' "
+                               "progress; rebuild the initramfs with "
                                "bin/guest-kernel")
         for column, value in zip(OP_COLUMNS, m.groups()):
             columns[column.format(op)] = int(value)
@@ -294,21 +311,81 @@ def stress_ops(console: str, group: str, binary, args: Sequence) -> float:
     return round(sum(float(ops_s) for _, _, ops_s in metrics), 2)
 
 
-class BusyHost:
-    """@n processes that keep host CPUs busy, the way other jobs keep a CI
-    runner or a laptop busy, while the block runs."""
+# What keeps the host busy: CPU-bound processes, or a parallel compile,
+# which forks, reads, writes and sleeps on I/O, so the scheduler treats it
+# otherwise.
+BUSY_LOADS = ("hogs", "compile")
 
-    def __init__(self, n: int):
+# The compile: this many of QEMU's own translation units, from the
+# compile_commands.json of the build under test, made again and again.
+COMPILE_UNITS = 48
+
+
+def compile_makefile(build: pathlib.Path, out: pathlib.Path) -> str:
+    """A makefile that compiles COMPILE_UNITS of @build's translation
+    units (those of target/arm and tcg, which take longest) into @out."""
+    db = build / "compile_commands.json"
+    if not db.is_file():
+        raise HarnessError(f"no {db}: --busy-load compile compiles the "
+                           "sources of the QEMU build under test")
+    units = [u for u in json.loads(db.read_text())
+             if re.search(r"/(target/arm|tcg)/", u["file"])][:COMPILE_UNITS]
+    rules = []
+    for i, unit in enumerate(units):
+        words = shlex.split(unit["command"])
+        words[words.index("-o") + 1] = str(out / f"unit{i}.o")
+        for option in ("-MD", "-MQ", "-MF"):
+            while option in words:
+                at = words.index(option)
+                del words[at:at + (1 if option == "-MD" else 2)]
+        rules.append(f"unit{i}:\n\tcd {shlex.quote(unit['directory'])} && "
+                     f"{shlex.join(words)}\n")
+    return ".PHONY: all " + " ".join(f"unit{i}" for i in range(len(units))) \
+        + "\nall: " + " ".join(f"unit{i}" for i in range(len(units))) \
+        + "\n" + "".join(rules)
+
+
+class BusyHost:
+    """Keep @n host CPUs busy while the block runs, the way other jobs keep
+    a CI runner or a laptop busy: with @n CPU-bound processes ("hogs"),
+    or a compile of QEMU's sources with make -j @n ("compile")."""
+
+    def __init__(self, n: int, load: str = "hogs"):
+        if load not in BUSY_LOADS:
+            raise HarnessError(f"busy load '{load}' is none of "
+                               f"{', '.join(BUSY_LOADS)}")
         self.n = n
+        self.load = load
         self.procs: List[subprocess.Popen] = []
+        self.tmp: Optional[tempfile.TemporaryDirectory] = None
 
     def __enter__(self) -> "BusyHost":
-        self.procs = [subprocess.Popen([sys.executable, "-c",
-                                        "while True: pass"])
-                      for _ in range(self.n)]
+        if self.n and self.load == "compile":
+            self.tmp = tempfile.TemporaryDirectory()
+            out = pathlib.Path(self.tmp.name)
+            (out / "Makefile").write_text(
+                compile_makefile(paths.QEMU_BUILD, out))
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith("CCACHE")}
+            env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":")
+                                   if "ccache" not in p)
+            self.procs = [subprocess.Popen(
+                ["sh", "-c", f"while :; do make -s -B -j {self.n} -C "
+                 f"{shlex.quote(str(out))} all; done"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=env, start_new_session=True)]
+        else:
+            self.procs = [subprocess.Popen([sys.executable, "-c",
+                                            "while True: pass"])
+                          for _ in range(self.n)]
         return self
 
     def __exit__(self, *exc) -> None:
         for proc in self.procs:
-            proc.kill()
+            if self.load == "compile":
+                os.killpg(proc.pid, 9)
+            else:
+                proc.kill()
             proc.wait()
+        if self.tmp:
+            self.tmp.cleanup()

@@ -1,11 +1,14 @@
 """Which Arm barriers complete broadcast TLB maintenance: a DSB does, the
-v8 speculation barriers SSBB and PSSBB (DSB #0 and #4) do not, and the
-translation is the same whatever -accel tcg,tlb-flush says, so that
-target/arm reads no accelerator state.  Read from the TCG ops of a
-kernel made of the barriers (-d op).
+v8 speculation barriers SSBB and PSSBB (DSB #0 and #4) do not, and only
+where a barrier can have work to do, relaxed mode with more than one
+vCPU: in strict mode and at -smp 1 a DSB is translated as upstream
+translates it, with no call.  Read from the TCG ops of a kernel made of
+the barriers (-d op).
 
-Negative control: a build that calls tlb_flush_barrier() from SSBB and
-PSSBB, or only in relaxed mode, fails these tests."""
+Negative controls: a build that calls tlb_flush_barrier() from SSBB and
+PSSBB fails the relaxed cases; one that calls it in every mode (the
+series before "target/arm: call the TLB barrier helper only where it can
+wait") fails the strict and -smp 1 cases."""
 
 import struct
 import time
@@ -36,14 +39,15 @@ A32_V7 = [
 ]
 
 
-def barrier_calls(guest, qemu, tmp_path, cpu, program, mode):
+def barrier_calls(guest, qemu, tmp_path, cpu, program, mode, smp):
     """The tlb_flush_barrier* helpers that the translation of @program
-    calls, in order, on -cpu @cpu with tlb-flush=@mode."""
+    calls, in order, on -cpu @cpu with tlb-flush=@mode and -smp @smp."""
     kernel = tmp_path / "barriers.bin"
     kernel.write_bytes(b"".join(struct.pack("<I", insn)
                                 for insn, _ in program))
     log = tmp_path / f"op-{cpu}-{mode}.log"
-    g = guest(qemu, "-accel", f"tcg,tlb-flush={mode}", "-d", "op",
+    g = guest(qemu, "-accel", f"tcg,tlb-flush={mode}", "-smp", str(smp),
+              "-d", "op",
               "-D", log, board=["-M", "virt", "-cpu", cpu, "-nic", "none",
                                 "-kernel", kernel])
     time.sleep(1)       # the first TB is translated at once
@@ -59,9 +63,12 @@ def barrier_calls(guest, qemu, tmp_path, cpu, program, mode):
 @pytest.mark.parametrize("cpu,program", [("max", A64),
                                          ("cortex-a15", A32_V7)],
                          ids=["a64", "a32-v7"])
-@pytest.mark.parametrize("mode", ["relaxed", "strict"])
+@pytest.mark.parametrize("mode,smp,waits", [("relaxed", 2, True),
+                                            ("strict", 2, False),
+                                            ("relaxed", 1, False)],
+                         ids=["relaxed-smp2", "strict-smp2", "relaxed-smp1"])
 def test_dsb_calls_the_barrier_ssbb_does_not(guest, qemu, tmp_path, cpu,
-                                             program, mode):
-    expected = [helper for _, helper in program if helper]
-    assert barrier_calls(guest, qemu, tmp_path, cpu, program, mode) == \
-        expected
+                                             program, mode, smp, waits):
+    expected = [helper for _, helper in program if helper and waits]
+    assert barrier_calls(guest, qemu, tmp_path, cpu, program, mode,
+                         smp) == expected

@@ -54,6 +54,14 @@ def test_m_profile_board_starts_strict(qemu, guest):
         in proc.stderr
 
 
+def test_summary_only_needs_relaxed_mode(qemu):
+    proc = run_qemu(qemu, [*PAUSED, "-accel",
+                           "tcg,tlb-flush=strict,x-tlb-probe=off"],
+                    timeout=60)
+    assert proc.returncode != 0
+    assert "x-tlb-probe=off needs tlb-flush=relaxed" in proc.stderr
+
+
 def test_broken_barrier_needs_relaxed_mode(qemu):
     proc = run_qemu(qemu, [*PAUSED, "-accel",
                            "tcg,tlb-flush=strict,x-tlb-barrier=off"],
@@ -377,7 +385,7 @@ def test_linux_stress(qemu, mode):
 def test_linux_micro_benchmarks_run(qemu):
     """The benchmark's guest side, as a smoke test (no timing asserted)."""
     proc = linux(qemu, 2, "relaxed", "rdinit=/tlb-bench")
-    results = re.findall(r"^RESULT (\w+) 2 (\d+) \d+ (\d+) (\d+)$",
+    results = re.findall(r"^RESULT (\w+) 2 (\d+) \d+ (\d+) (\d+) \d+$",
                          proc.stdout, re.M)
     assert [r[0] for r in results] == ["mprotect", "munmap", "fork"], \
         proc.stdout[-3000:]
@@ -410,3 +418,58 @@ def test_flushes_skip_vcpus_that_cannot_hold_the_page(qemu, tmp_path):
     assert "tlb_filtered_out" in counters, jit.text
     assert counters["tlb_filtered_out"] > \
         counters["tlb_relaxed_flushes"] / 4, jit.text
+
+
+def counters_during(qemu, tmp_path, op, accel="tcg"):
+    """The info jit counters that changed while tlb-bench ran @op at -smp
+    2 (CPU 0 timing it, CPU 1 running the other thread), from its RUN
+    line to its RESULT line."""
+    need_guest()
+    g = Guest(qemu, [*VIRT, "-smp", "2", "-m", "1G", "-accel", accel,
+                     "-kernel", GUEST / "vmlinuz",
+                     "-initrd", GUEST / "initrd.cpio",
+                     "-append", "console=ttyAMA0 panic=-1 quiet "
+                     f"rdinit=/tlb-bench -- {op}"], log_dir=str(tmp_path))
+    g.launch()
+    try:
+        g.wait_console(rf"^RUN {op} 2$", 300)
+        before = g.jit_info().counters()
+        g.wait_console(rf"^RESULT {op} 2 ", 300)
+        after = g.jit_info().counters()
+    finally:
+        g.shutdown()
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+def test_adjacent_page_users_are_not_waited_for(qemu, tmp_path):
+    """The other thread writes the page that the next mmap() returned,
+    right below the one CPU 0 mprotects, in its 64 KiB summary chunk: a
+    probe of that vCPU's TLB finds no entry of the mprotected page, so the
+    broadcasts queue for nobody and no DSB waits (at most a few of the
+    guest's other broadcasts may)."""
+    n = counters_during(qemu, tmp_path, "mprotect-adjacent-write")
+    assert n["tlb_relaxed_flushes"] > 500, n
+    assert n["tlb_alone"] >= 0.98 * n["tlb_relaxed_flushes"], n
+    assert n["tlb_barrier_waits"] <= 0.01 * n["tlb_relaxed_flushes"], n
+
+
+def test_adjacent_page_users_wait_with_the_summary_alone(qemu, tmp_path):
+    """Negative control of the test above: with x-tlb-probe=off the
+    summary alone cannot tell the two pages apart, and the broadcasts
+    queue for, and DSBs wait on, the other vCPU."""
+    n = counters_during(qemu, tmp_path, "mprotect-adjacent-write",
+                        "tcg,x-tlb-probe=off")
+    assert n["tlb_alone"] < 0.5 * n["tlb_relaxed_flushes"], n
+    assert n["tlb_barrier_waits"] > 0.1 * n["tlb_relaxed_flushes"], n
+
+
+def test_users_of_the_page_are_waited_for(qemu, tmp_path):
+    """The other thread reads the mprotected page itself: whenever it
+    refilled its entry since the last flush, the probe finds it and the
+    broadcast queues for it (a probe that found nothing would pass the
+    tests above).  Runs here found it for 35-65% of the broadcasts."""
+    n = counters_during(qemu, tmp_path, "mprotect-shared-read")
+    found = n["tlb_probed"] - n["tlb_probe_skipped"]
+    assert n["tlb_relaxed_flushes"] > 100, n
+    assert found > 0.1 * n["tlb_relaxed_flushes"], n
+    assert n["tlb_barrier_waits"] > 0, n
