@@ -195,6 +195,31 @@ def workload_args(workload: dict, folder: pathlib.Path) -> List[str]:
             "-append", workload["append"]]
 
 
+def op_counters(binary, smp: int, accel: str, op: str,
+                timeout: float = 600) -> Dict[str, int]:
+    """The info jit counters that changed while tlb-bench ran @op at -smp
+    @smp with -accel @accel, from its RUN line to its RESULT line (the
+    boot's broadcasts left out), and its RESULT line's mean ns as
+    "op_ns"."""
+    with tempfile.TemporaryDirectory() as tmp:
+        guest = start(binary, ["-smp", str(smp), "-accel", accel,
+                               *workload_args({**WORKLOADS["tlb"],
+                                               "append": tlb_append([op])},
+                                              paths.GUEST)],
+                      pathlib.Path(tmp))
+        try:
+            guest.wait_console(rf"^RUN {re.escape(op)} {smp}$", timeout)
+            before = guest.jit_info().counters()
+            result = guest.wait_console(rf"^RESULT {re.escape(op)} ",
+                                        timeout)
+            after = guest.jit_info().counters()
+        finally:
+            guest.shutdown()
+    counts = {k: after[k] - before.get(k, 0) for k in after}
+    counts["op_ns"] = int(result.split()[3])
+    return counts
+
+
 def start(binary, args: Sequence, workdir: pathlib.Path) -> Guest:
     """Launch @binary on VIRT plus @args, or raise HarnessError with
     QEMU's complaint."""

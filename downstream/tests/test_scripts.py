@@ -200,3 +200,29 @@ def test_tlb_scale_runs_the_el2_variants(qemu):
         assert proc.stdout.startswith(f"tlb-broadcast-{variant}, 1 runs")
         assert re.search(rf"^  {re.escape(case)} +1 pass +0 fail",
                          proc.stdout, re.M), proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--smp", "1"], "--smp values must be at least 2"),
+    (["--smp", "x"], "--smp 'x' is not a list of integers"),
+    (["--ops", "mprotect,bogus"], "unknown operations: bogus"),
+])
+def test_tlb_count_refuses_bad_input(args, message):
+    proc = run([REPO / "bin" / "tlb-count", *args])
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert not proc.stdout
+
+
+def test_tlb_count_counts_per_broadcast(qemu):
+    """One row per -smp and operation: the adjacent shape's broadcasts
+    probe the other vCPU's TLB and queue for nobody."""
+    proc = run([REPO / "bin" / "tlb-count", "--binary", qemu, "--smp", "2",
+                "--ops", "mprotect-adjacent-write"], timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    header, rule, row = proc.stdout.splitlines()
+    assert header.split(" | ")[1:3] == ["op", "broadcasts"]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:2] == ["2", "mprotect-adjacent-write"]
+    assert int(cells[2]) > 100
+    assert float(cells[4]) > 0.9 and float(cells[5]) < 0.1, row

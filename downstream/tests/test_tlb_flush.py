@@ -13,7 +13,7 @@ import shlex
 import pytest
 
 from conftest import PAUSED, run, tcg_tests
-from harness import tlbscale
+from harness import tlbscale, workloads
 from harness.machine import VIRT, Guest, run_qemu
 from harness.paths import BUILD, GUEST
 
@@ -420,55 +420,41 @@ def test_flushes_skip_vcpus_that_cannot_hold_the_page(qemu, tmp_path):
         counters["tlb_relaxed_flushes"] / 4, jit.text
 
 
-def counters_during(qemu, tmp_path, op, accel="tcg"):
+def counters_during(qemu, op, accel="tcg"):
     """The info jit counters that changed while tlb-bench ran @op at -smp
-    2 (CPU 0 timing it, CPU 1 running the other thread), from its RUN
-    line to its RESULT line."""
+    2 (CPU 0 timing it, CPU 1 running the other thread)."""
     need_guest()
-    g = Guest(qemu, [*VIRT, "-smp", "2", "-m", "1G", "-accel", accel,
-                     "-kernel", GUEST / "vmlinuz",
-                     "-initrd", GUEST / "initrd.cpio",
-                     "-append", "console=ttyAMA0 panic=-1 quiet "
-                     f"rdinit=/tlb-bench -- {op}"], log_dir=str(tmp_path))
-    g.launch()
-    try:
-        g.wait_console(rf"^RUN {op} 2$", 300)
-        before = g.jit_info().counters()
-        g.wait_console(rf"^RESULT {op} 2 ", 300)
-        after = g.jit_info().counters()
-    finally:
-        g.shutdown()
-    return {k: after[k] - before.get(k, 0) for k in after}
+    return workloads.op_counters(qemu, 2, accel, op)
 
 
-def test_adjacent_page_users_are_not_waited_for(qemu, tmp_path):
+def test_adjacent_page_users_are_not_waited_for(qemu):
     """The other thread writes the page that the next mmap() returned,
     right below the one CPU 0 mprotects, in its 64 KiB summary chunk: a
     probe of that vCPU's TLB finds no entry of the mprotected page, so the
     broadcasts queue for nobody and no DSB waits (at most a few of the
     guest's other broadcasts may)."""
-    n = counters_during(qemu, tmp_path, "mprotect-adjacent-write")
+    n = counters_during(qemu, "mprotect-adjacent-write")
     assert n["tlb_relaxed_flushes"] > 500, n
     assert n["tlb_alone"] >= 0.98 * n["tlb_relaxed_flushes"], n
     assert n["tlb_barrier_waits"] <= 0.01 * n["tlb_relaxed_flushes"], n
 
 
-def test_adjacent_page_users_wait_with_the_summary_alone(qemu, tmp_path):
+def test_adjacent_page_users_wait_with_the_summary_alone(qemu):
     """Negative control of the test above: with x-tlb-probe=off the
     summary alone cannot tell the two pages apart, and the broadcasts
     queue for, and DSBs wait on, the other vCPU."""
-    n = counters_during(qemu, tmp_path, "mprotect-adjacent-write",
+    n = counters_during(qemu, "mprotect-adjacent-write",
                         "tcg,x-tlb-probe=off")
     assert n["tlb_alone"] < 0.5 * n["tlb_relaxed_flushes"], n
     assert n["tlb_barrier_waits"] > 0.1 * n["tlb_relaxed_flushes"], n
 
 
-def test_users_of_the_page_are_waited_for(qemu, tmp_path):
+def test_users_of_the_page_are_waited_for(qemu):
     """The other thread reads the mprotected page itself: whenever it
     refilled its entry since the last flush, the probe finds it and the
     broadcast queues for it (a probe that found nothing would pass the
     tests above).  Runs here found it for 35-65% of the broadcasts."""
-    n = counters_during(qemu, tmp_path, "mprotect-shared-read")
+    n = counters_during(qemu, "mprotect-shared-read")
     found = n["tlb_probed"] - n["tlb_probe_skipped"]
     assert n["tlb_relaxed_flushes"] > 100, n
     assert found > 0.1 * n["tlb_relaxed_flushes"], n
