@@ -28,7 +28,7 @@ QEMU_CONFIGURE_ARGS=(--python="$VENV/bin/python3" --disable-download
 COVER_LETTER=0000-cover-letter.patch
 series_patches()
 {
-    find "$REPO/patches" -name '*.patch' ! -name "$COVER_LETTER" -print0 |
+    find "$REPO/patches" -maxdepth 1 -name '*.patch' ! -name "$COVER_LETTER" -print0 |
         sort -z
 }
 
