@@ -15,7 +15,7 @@ import pytest
 from conftest import PAUSED, run, tcg_tests
 from harness import tlbscale, workloads
 from harness.machine import VIRT, Guest, run_qemu
-from harness.paths import BUILD, GUEST
+from harness.paths import BUILD, GUEST, QEMU_BUILD
 
 M_PROFILE = ["-M", "mps2-an385", "-S"]
 
@@ -459,3 +459,18 @@ def test_users_of_the_page_are_waited_for(qemu):
     assert n["tlb_relaxed_flushes"] > 100, n
     assert found > 0.1 * n["tlb_relaxed_flushes"], n
     assert n["tlb_barrier_waits"] > 0, n
+
+
+def test_hook_bench_runs(qemu):
+    """tests/bench/tlb-relaxed-bench, the micro-benchmark of the hooks
+    with nothing to do, as a smoke test: every path gets a figure (no
+    timing is asserted: speed lives in benchmarks)."""
+    build = run(["ninja", "-C", QEMU_BUILD, "tests/bench/tlb-relaxed-bench"],
+                timeout=600)
+    assert build.returncode == 0, build.stdout[-3000:]
+    proc = run([QEMU_BUILD / "tests" / "bench" / "tlb-relaxed-bench",
+                "-n", "100000", "-r", "1"])
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["tb", "exec", "fill", "unwind", "dsb"]
+    assert all(len(r) == 3 for r in rows), proc.stdout

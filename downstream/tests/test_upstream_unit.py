@@ -16,7 +16,7 @@ from harness.paths import BUILD, QEMU_BUILD
 
 UNIT_TESTS = [
     "test-tcg-region-layout", "test-tlb-pending", "test-tlb-filter",
-    "test-tlb-relaxed-par",
+    "test-tlb-relaxed-par", "test-tlb-relaxed-jc",
     "test-qht", "test-qdist",
     "test-rcu-list", "test-rcu-simpleq", "test-rcu-slist", "test-rcu-tailq",
     "test-bitmap", "test-bitops", "test-interval-tree",
