@@ -20,6 +20,10 @@
  *              they read or write the page that the next mmap() after
  *              the mprotected page's returned: right below it, the way
  *              mmap() and malloc() lay out data that threads share
+ *   mprotect-apart-write
+ *              they write the page right below it too, but a shared
+ *              mapping, so that the kernel neither merges it with the
+ *              mprotected page's mapping nor splits it off again
  *   mprotect-shared-read
  *              they read the mprotected page itself
  * and, with nothing for TLB maintenance to do, the paths that relaxed
@@ -202,6 +206,22 @@ static void shape_adjacent_write(void)
     shape_adjacent(1);
 }
 
+static void shape_apart_write(void)
+{
+    char *page;
+
+    mprotected = map_page(NULL, 0);
+    busy_write = 1;
+    page = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    page[0] = 1;
+    __atomic_store_n(&busy_page, page, __ATOMIC_RELEASE);
+}
+
 static void shape_shared_read(void)
 {
     mprotected = map_page(NULL, 0);
@@ -298,6 +318,7 @@ static const struct {
     { "mprotect-far-write", op_mprotect_shape, shape_far_write },
     { "mprotect-adjacent-read", op_mprotect_shape, shape_adjacent_read },
     { "mprotect-adjacent-write", op_mprotect_shape, shape_adjacent_write },
+    { "mprotect-apart-write", op_mprotect_shape, shape_apart_write },
     { "mprotect-shared-read", op_mprotect_shape, shape_shared_read },
     { "tb", op_tb },
     { "svc", op_svc },

@@ -173,6 +173,7 @@ def summary(results, charts):
                          (f"{ratio[0]:.3f} ± {ratio[1]:.3f}" if ratio else "—")
                          + " |")
     lines += mode_ratios(results, runs)
+    lines += guest_progress(results, runs)
     lines += ["", "## CPU time, ratio to " + ref, "",
               "QEMU's user and system CPU time per run, as per-round ratios "
               "(mean ± 95% CI) like the wall time's.", "",
@@ -265,6 +266,50 @@ def mode_ratios(results, runs):
             "Below 1 is faster for times, above 1 for bogo-ops/s.", "",
             "| configurations | binary | " + " | ".join(results["metrics"])
             + " |", "|---|---|" + "---|" * len(results["metrics"]), *rows]
+
+
+def guest_progress(results, runs):
+    """Lines of a table: per binary, for each tlb operation that reports
+    the other threads' accesses, the guest's progress in its smpN
+    (default) run against its own smpN-strict run of the same round: the
+    mean over the guest's N threads of each one's rate against strict
+    mode's, where the operating thread's rate is operations per second
+    and the N - 1 others' is their accesses per second together."""
+    ops = [op for op in operations(results)
+           if f"{op}_others_per_s" in results["metrics"]]
+    rows = []
+    for config, binary in dict.fromkeys((r["config"], r["binary"])
+                                        for r in runs):
+        m = SMP_CONFIG.match(config)
+        if not ops or not m or m[2] is not None or int(m[1]) < 2:
+            continue
+        n, strict = int(m[1]), f"smp{m[1]}-strict"
+        cells = []
+        for op in ops:
+            mine = by_round(runs, binary, config, f"{op}_ns")
+            theirs = by_round(runs, binary, strict, f"{op}_ns")
+            others = by_round(runs, binary, config, f"{op}_others_per_s")
+            others_strict = by_round(runs, binary, strict,
+                                     f"{op}_others_per_s")
+            progress = [(theirs[k] / mine[k] + (n - 1) * others[k] /
+                         others_strict[k]) / n
+                        for k in mine if k in theirs and others.get(k) and
+                        others_strict.get(k)]
+            cells.append("%.3f ± %.3f" % mean_ci(progress) if progress
+                         else "—")
+        if any(c != "—" for c in cells):
+            rows.append(f"| {config} / {strict} | {binary} | " +
+                        " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["", "## The guest's progress against strict", "",
+            "Per round, the mean over the guest's N vCPU threads of each "
+            "one's rate against its rate under strict maintenance on the "
+            "same binary: the operating thread's operations per second, and "
+            "the other N - 1 threads' accesses per second together. Above 1, "
+            "the guest as a whole got more done; mean ± 95% CI.", "",
+            "| configurations | binary | " + " | ".join(ops) + " |",
+            "|---|---|" + "---|" * len(ops), *rows]
 
 
 def bar_chart(results, metric, path):

@@ -381,6 +381,28 @@ def test_report_compares_the_default_with_strict_on_one_binary(tmp_path):
     assert "| base |" not in table
 
 
+def test_report_weighs_the_guest_progress_of_every_thread(tmp_path):
+    results = tlb_results()
+    results["metrics"].append("mprotect_others_per_s")
+    for r in results["runs"]:
+        r["mprotect_others_per_s"] = 1000.0
+    for rnd, (ns, others) in enumerate([(242, 500.0), (366, 250.0)], 1):
+        results["runs"].append({"round": rnd, "binary": "fast",
+                                "config": "smp2-strict", "wall_s": 2.0,
+                                "mprotect_ns": ns, "mprotect_p50_ns": ns,
+                                "mprotect_p99_ns": ns,
+                                "mprotect_others_per_s": others})
+    results["configs"]["smp2-strict"] = "-smp 2 -accel tcg,tlb-flush=strict"
+    results["pairs"]["smp2-strict"] = "smp2"
+    summary = report_of(results, tmp_path)
+    table = summary.split("## The guest's progress against strict")[1] \
+        .split("##")[0]
+    # smp2 runs 121 and 122 ns: ((242 / 121 + 1000 / 500) / 2
+    # + (366 / 122 + 1000 / 250) / 2) / 2 = (2 + 3.5) / 2
+    assert "| smp2 / smp2-strict | fast | 2.750 ± 9.529 |" in table
+    assert "smp2-relaxed" not in table and "| base |" not in table
+
+
 def test_stress_runs_stress_ng_in_the_image_on_a_busy_host(qemu, tmp_path):
     """One short round of one group in each mode, with a host process
     keeping a host CPU busy: each run reports its group's bogo-ops/s."""
