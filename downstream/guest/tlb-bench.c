@@ -301,7 +301,7 @@ static void op_fill(void)
         }
     }
     for (int i = 0; i < PATH_ITERATIONS; i++) {
-        sum += *(volatile char *)fill_page[i % FILL_PAGES];
+        sum += __atomic_load_n(fill_page[i % FILL_PAGES], __ATOMIC_RELAXED);
     }
     asm volatile("" : : "r"(sum));
 }

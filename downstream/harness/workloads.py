@@ -198,11 +198,14 @@ def workload_args(workload: dict, folder: pathlib.Path) -> List[str]:
 def op_counters(binary, smp: int, accel: str, op: str,
                 timeout: float = 600) -> Dict[str, int]:
     """The info jit counters that changed while tlb-bench ran @op at -smp
-    @smp with -accel @accel, from its RUN line to its RESULT line (the
-    boot's broadcasts left out), and its RESULT line's mean ns as
-    "op_ns"."""
+    @smp with -accel @accel, from its RUN line to its power-off (the
+    boot's broadcasts left out, the exit of its threads in), and its
+    RESULT line's mean ns as "op_ns".  The guest powers off right after
+    RESULT, so the machine stays up for the second reading
+    (-no-shutdown), taken once it has stopped."""
     with tempfile.TemporaryDirectory() as tmp:
         guest = start(binary, ["-smp", str(smp), "-accel", accel,
+                               "-no-shutdown",
                                *workload_args({**WORKLOADS["tlb"],
                                                "append": tlb_append([op])},
                                               paths.GUEST)],
@@ -212,6 +215,9 @@ def op_counters(binary, smp: int, accel: str, op: str,
             before = guest.jit_info().counters()
             result = guest.wait_console(rf"^RESULT {re.escape(op)} ",
                                         timeout)
+            wall, why = guest.wait_shutdown(timeout)
+            if wall is None:
+                raise HarnessError(f"{op} at -smp {smp}: {why}")
             after = guest.jit_info().counters()
         finally:
             guest.shutdown()

@@ -41,10 +41,13 @@ def assigned(tree: ast.AST, name: str) -> Iterator[ast.expr]:
 
 def command(argv: ast.expr) -> ast.expr:
     """The part of an argv expression that names the program: the first
-    element of a list or tuple, else the whole expression."""
+    element of a list or tuple, else the whole expression; of a path
+    joined with "/", its last part (QEMU_BUILD / "tests" / "x" runs x)."""
     if isinstance(argv, (ast.List, ast.Tuple)) and argv.elts:
         first = argv.elts[0]
-        return first.value if isinstance(first, ast.Starred) else first
+        argv = first.value if isinstance(first, ast.Starred) else first
+    while isinstance(argv, ast.BinOp) and isinstance(argv.op, ast.Div):
+        argv = argv.right
     return argv
 
 
@@ -97,6 +100,7 @@ def test_qemu_is_launched_only_by_harness_machine(path):
     "run([qemu, *VIRT, '-S'], timeout=60)",
     "argv = [paths.QEMU, '-help']\nsubprocess.Popen(argv)",
     "subprocess.run(['build/qemu/qemu-system-aarch64', '-help'])",
+    "run([QEMU_BUILD / 'qemu-system-aarch64', '-S'])",
     "os.execv(binary, [binary])",
     "from qemu.machine import QEMUMachine",
 ])
@@ -109,4 +113,6 @@ def test_the_check_lets_other_commands_be():
     assert violations("run(['make', '-C', TCG_DIR, f'QEMU={QEMU}'])\n"
                       "subprocess.run(['git', '-C', SRC, 'describe'])\n"
                       "from harness.machine import run_qemu\n"
-                      "run_qemu(QEMU, ['-help'], 60)\n") == []
+                      "run_qemu(QEMU, ['-help'], 60)\n"
+                      "run([QEMU_BUILD / 'tests' / 'bench' / 'b', '-n'])\n"
+                      ) == []
