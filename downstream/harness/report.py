@@ -238,18 +238,35 @@ def summary(results, charts):
     return "\n".join(lines) + "\n"
 
 
+def strict_pairs(runs):
+    """(config, binary, strict, n, variant) for each smpN (variant None)
+    or smpN-relaxed configuration whose binary also ran smpN-strict."""
+    for config, binary in dict.fromkeys((r["config"], r["binary"])
+                                        for r in runs):
+        m = SMP_CONFIG.match(config)
+        if not m or m[2] not in (None, "relaxed"):
+            continue
+        strict = f"smp{m[1]}-strict"
+        if any(r["config"] == strict and r["binary"] == binary
+               for r in runs):
+            yield config, binary, strict, int(m[1]), m[2]
+
+
+def table_section(title, intro, columns, rows):
+    """A summary section: its title, a paragraph, and a table of @rows
+    under "configurations | binary | @columns"; nothing without rows."""
+    if not rows:
+        return []
+    return ["", f"## {title}", "", intro, "",
+            "| configurations | binary | " + " | ".join(columns) + " |",
+            "|---|---|" + "---|" * len(columns), *rows]
+
+
 def mode_ratios(results, runs):
     """Lines of a table: per binary, its smpN (default) and smpN-relaxed
     runs against its own smpN-strict run of the same round."""
     rows = []
-    for config, binary in dict.fromkeys((r["config"], r["binary"])
-                                        for r in runs):
-        m = SMP_CONFIG.match(config)
-        strict = f"smp{m[1]}-strict" if m else None
-        if not m or m[2] not in (None, "relaxed") or \
-                not any(r["config"] == strict and r["binary"] == binary
-                        for r in runs):
-            continue
+    for config, binary, strict, _, _ in strict_pairs(runs):
         cells = []
         for metric in results["metrics"]:
             ratio = stats.ratio_ci(by_round(runs, binary, config, metric),
@@ -258,14 +275,12 @@ def mode_ratios(results, runs):
                          if ratio and not math.isnan(ratio[0]) else "—")
         rows.append(f"| {config} / {strict} | {binary} | " +
                     " | ".join(cells) + " |")
-    if not rows:
-        return []
-    return ["", "## Against strict on the same binary", "",
-            "Per-round ratios (mean ± 95% CI) of the default (smpN) and of "
-            "relaxed to strict maintenance, each binary against itself. "
-            "Below 1 is faster for times, above 1 for bogo-ops/s.", "",
-            "| configurations | binary | " + " | ".join(results["metrics"])
-            + " |", "|---|---|" + "---|" * len(results["metrics"]), *rows]
+    return table_section(
+        "Against strict on the same binary",
+        "Per-round ratios (mean ± 95% CI) of the default (smpN) and of "
+        "relaxed to strict maintenance, each binary against itself. "
+        "Below 1 is faster for times, above 1 for bogo-ops/s.",
+        results["metrics"], rows)
 
 
 def guest_progress(results, runs):
@@ -278,12 +293,9 @@ def guest_progress(results, runs):
     ops = [op for op in operations(results)
            if f"{op}_others_per_s" in results["metrics"]]
     rows = []
-    for config, binary in dict.fromkeys((r["config"], r["binary"])
-                                        for r in runs):
-        m = SMP_CONFIG.match(config)
-        if not ops or not m or m[2] is not None or int(m[1]) < 2:
+    for config, binary, strict, n, variant in strict_pairs(runs):
+        if not ops or variant or n < 2:
             continue
-        n, strict = int(m[1]), f"smp{m[1]}-strict"
         cells = []
         for op in ops:
             mine = by_round(runs, binary, config, f"{op}_ns")
@@ -300,16 +312,14 @@ def guest_progress(results, runs):
         if any(c != "—" for c in cells):
             rows.append(f"| {config} / {strict} | {binary} | " +
                         " | ".join(cells) + " |")
-    if not rows:
-        return []
-    return ["", "## The guest's progress against strict", "",
-            "Per round, the mean over the guest's N vCPU threads of each "
-            "one's rate against its rate under strict maintenance on the "
-            "same binary: the operating thread's operations per second, and "
-            "the other N - 1 threads' accesses per second together. Above 1, "
-            "the guest as a whole got more done; mean ± 95% CI.", "",
-            "| configurations | binary | " + " | ".join(ops) + " |",
-            "|---|---|" + "---|" * len(ops), *rows]
+    return table_section(
+        "The guest's progress against strict",
+        "Per round, the mean over the guest's N vCPU threads of each "
+        "one's rate against its rate under strict maintenance on the "
+        "same binary: the operating thread's operations per second, and "
+        "the other N - 1 threads' accesses per second together. Above 1, "
+        "the guest as a whole got more done; mean ± 95% CI.",
+        ops, rows)
 
 
 def bar_chart(results, metric, path):
