@@ -131,10 +131,15 @@ static unsigned long others_progress(int ncpus)
     return n;
 }
 
+/*
+ * One page of anonymous memory, written once: private unless @flags has
+ * MAP_SHARED; @flags are added to mmap()'s.
+ */
 static char *map_page(void *hint, int flags)
 {
+    int type = flags & MAP_SHARED ? 0 : MAP_PRIVATE;
     char *p = mmap(hint, page_size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+                   type | MAP_ANONYMOUS | flags, -1, 0);
 
     if (p == MAP_FAILED) {
         perror("mmap");
@@ -208,18 +213,10 @@ static void shape_adjacent_write(void)
 
 static void shape_apart_write(void)
 {
-    char *page;
-
     mprotected = map_page(NULL, 0);
     busy_write = 1;
-    page = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED) {
-        perror("mmap");
-        exit(1);
-    }
-    page[0] = 1;
-    __atomic_store_n(&busy_page, page, __ATOMIC_RELEASE);
+    __atomic_store_n(&busy_page, map_page(NULL, MAP_SHARED),
+                     __ATOMIC_RELEASE);
 }
 
 static void shape_shared_read(void)
