@@ -499,5 +499,6 @@ def test_hook_bench_runs(qemu):
                 "-n", "100000", "-r", "1"])
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()[2:]]
-    assert [r[0] for r in rows] == ["tb", "exec", "fill", "unwind", "dsb"]
+    assert [r[0] for r in rows] == ["tb", "exec", "fill", "unwind", "dsb",
+                                    "jc"]
     assert all(len(r) == 3 for r in rows), proc.stdout
