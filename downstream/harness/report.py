@@ -156,7 +156,8 @@ def summary(results, charts):
     for metric in results["metrics"]:
         digits = 3 if metric.endswith("_s") else 0
         lines += ["", f"## {metric}", "",
-                  f"![{metric}]({charts[metric].name})", "",
+                  *([f"![{metric}]({charts[metric].name})", ""]
+                    if metric in charts else []),
                   *(["Bogo-ops per second: higher is better.", ""]
                     if metric.endswith("_ops_s") else []),
                   f"| configuration | binary | {metric}, mean ± 95% CI "
@@ -421,25 +422,33 @@ def write(folder):
         results = json.loads(source.read_text())
     except (OSError, ValueError) as e:
         raise HarnessError(f"cannot read {source}: {e}") from e
-    import matplotlib
-    matplotlib.use("Agg")
-
-    charts = {metric: folder / f"{metric}.png"
-              for metric in results["metrics"]}
-    if results.get("layout"):
-        charts["regions"] = folder / "regions.png"
-    if operations(results) and scaling_lines(results):
-        charts["scaling"] = folder / "scaling.png"
+    try:
+        import matplotlib
+    except ImportError:
+        # A machine lent for one run (bin/device-harness) may lack it:
+        # the summary is written, bin/bench-report adds the charts later.
+        matplotlib = None
+    charts = {}
+    if matplotlib:
+        matplotlib.use("Agg")
+        charts = {metric: folder / f"{metric}.png"
+                  for metric in results["metrics"]}
+        if results.get("layout"):
+            charts["regions"] = folder / "regions.png"
+        if operations(results) and scaling_lines(results):
+            charts["scaling"] = folder / "scaling.png"
     text = summary(results, charts)
     for metric in results["metrics"]:
-        bar_chart(results, metric, charts[metric])
-    if results.get("layout"):
+        if metric in charts:
+            bar_chart(results, metric, charts[metric])
+    if "regions" in charts:
         region_heatmap(results["layout"], charts["regions"])
     if "scaling" in charts:
         scaling_chart(results, charts["scaling"])
     (folder / "summary.md").write_text(text)
     print(text)
-    print(f"bench-report: summary.md and charts in {folder}")
+    print(f"bench-report: summary.md {'and charts ' if charts else ''}"
+          f"in {folder}")
 
 
 def main():
