@@ -22,8 +22,23 @@
  *              mmap() and malloc() lay out data that threads share
  *   mprotect-apart-write
  *              they write the page right below it too, but a shared
- *              mapping, so that the kernel neither merges it with the
- *              mprotected page's mapping nor splits it off again
+ *              mapping, which the kernel never merges with the
+ *              mprotected page's (the mprotected page still merges with
+ *              an anonymous mapping above it, if one is there)
+ *   mprotect-merged-far-write
+ *              they write a page 4 GiB below it, as in mprotect-far-*,
+ *              but the page that the next mmap() returned, right below
+ *              it, is mapped too and touched by nobody: the mprotected
+ *              page shares its mapping with it, so every mprotect()
+ *              splits the mapping and the next merges it back, as in the
+ *              adjacent shapes.  Where the far shapes' mprotected page
+ *              has a mapping of its own, as when a thread stack's guard
+ *              page lies above it, the kernel does neither, and the pair
+ *              costs a fraction as much.  The split is twice where the
+ *              page is in the middle of its mapping, once at an end: run
+ *              after the adjacent shapes (this table's order), this
+ *              page merges with their written page above it, as theirs
+ *              does with the far shapes' page
  *   mprotect-shared-read
  *              they read the mprotected page itself
  * and, with nothing for TLB maintenance to do, the paths that relaxed
@@ -34,7 +49,9 @@
  *   dsb        DSB ISH with no TLB maintenance before it
  *   fill       loads from 16 pages 4 GiB apart in turn, so that each misses
  *              QEMU's TLB and its victim TLB and walks the page table
- * with the guest's CLOCK_MONOTONIC, one operation at a time, and prints,
+ * with the guest's CLOCK_MONOTONIC, one operation at a time, each for at
+ * least half a second (seconds=S: S seconds; callgrind wants longer), and
+ * prints,
  * per operation,
  *   RUN <op> <ncpus>
  * as it starts timing it (a host can then read QEMU's counters), and
@@ -211,6 +228,16 @@ static void shape_adjacent_write(void)
     shape_adjacent(1);
 }
 
+static void shape_merged_far_write(void)
+{
+    mprotected = map_page(NULL, 0);
+    map_page(NULL, 0);
+    busy_write = 1;
+    __atomic_store_n(&busy_page,
+                     map_page(mprotected - FAR, MAP_FIXED_NOREPLACE),
+                     __ATOMIC_RELEASE);
+}
+
 static void shape_apart_write(void)
 {
     mprotected = map_page(NULL, 0);
@@ -316,6 +343,8 @@ static const struct {
     { "mprotect-adjacent-read", op_mprotect_shape, shape_adjacent_read },
     { "mprotect-adjacent-write", op_mprotect_shape, shape_adjacent_write },
     { "mprotect-apart-write", op_mprotect_shape, shape_apart_write },
+    { "mprotect-merged-far-write", op_mprotect_shape,
+      shape_merged_far_write },
     { "mprotect-shared-read", op_mprotect_shape, shape_shared_read },
     { "tb", op_tb },
     { "svc", op_svc },
@@ -327,6 +356,9 @@ static const struct {
 #define DEFAULT_OPS 3
 
 static int64_t samples[MAX_SAMPLES];
+
+/* How long each op is timed: MIN_NS, or seconds=S on the command line. */
+static int64_t min_ns = MIN_NS;
 
 static int compare_ns(const void *a, const void *b)
 {
@@ -365,7 +397,7 @@ static void run(int op, int ncpus)
             samples[n] = after - before;
         }
         n++;
-    } while (after - start < MIN_NS);
+    } while (after - start < min_ns);
     others = others_progress(ncpus) - others;
     kept = n < MAX_SAMPLES ? n : MAX_SAMPLES;
     qsort(samples, kept, sizeof(samples[0]), compare_ns);
@@ -380,9 +412,17 @@ int main(int argc, char **argv)
 {
     int ncpus = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_t threads[MAX_THREADS];
+    int named_ops = 0;
 
     cpu_set_t cpus;
 
+    for (int a = 1; a < argc; a++) {
+        if (strncmp(argv[a], "seconds=", 8) == 0) {
+            min_ns = atoll(argv[a] + 8) * 1000000000ll;
+        } else {
+            named_ops++;
+        }
+    }
     page_size = getauxval(AT_PAGESZ);
     shared = mmap(NULL, N_PAGES * page_size, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -401,7 +441,7 @@ int main(int argc, char **argv)
     sched_setaffinity(0, sizeof(cpus), &cpus);
 
     for (int op = 0; op < (int)(sizeof(ops) / sizeof(ops[0])); op++) {
-        int wanted = argc <= 1 && op < DEFAULT_OPS;
+        int wanted = !named_ops && op < DEFAULT_OPS;
 
         for (int a = 1; a < argc; a++) {
             wanted |= strcmp(argv[a], ops[op].name) == 0;

@@ -35,7 +35,8 @@ TLB_MODES = ("strict", "relaxed")
 TLB_OPS = ("mprotect", "munmap", "fork",
            "mprotect-far-read", "mprotect-far-write",
            "mprotect-adjacent-read", "mprotect-adjacent-write",
-           "mprotect-apart-write", "mprotect-shared-read",
+           "mprotect-apart-write", "mprotect-merged-far-write",
+           "mprotect-shared-read",
            "tb", "svc", "dsb", "fill")
 TLB_DEFAULT_OPS = ("mprotect", "munmap", "fork")
 
