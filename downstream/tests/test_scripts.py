@@ -228,3 +228,18 @@ def test_tlb_count_counts_per_broadcast(qemu):
     assert int(cells[2]) > 100
     assert float(cells[4]) < 0.1 and float(cells[5]) < 0.1, row
     assert float(cells[8]) > 0.9, row
+
+
+def test_callgrind_ops_refuses_an_unknown_op(tmp_path):
+    proc = run([REPO / "bin" / "callgrind-ops", "--keep", tmp_path / "keep",
+                REPO / "build" / "qemu" / "qemu-system-aarch64", "nosuchop"])
+    assert proc.returncode == 2
+    assert "invalid choice: 'nosuchop'" in proc.stderr
+    assert not (tmp_path / "keep").exists()
+
+
+def test_callgrind_dump_total_is_read(tmp_path):
+    from harness.callgrind import instructions
+    dump = tmp_path / "cg.out.1"
+    dump.write_text("events: Ir\nfn=main\n1 5\nsummary: 123456789012\n")
+    assert instructions(dump) == 123456789012

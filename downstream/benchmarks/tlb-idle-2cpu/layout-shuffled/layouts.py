@@ -19,10 +19,6 @@ for op in ('tb','svc'):
         bb=[int(by[(r,'baseline')][k])]+[int(by[(r,f'baseline-{s}')][k]) for s in (1,2,3,4)]
         rat.append(math.exp(st.mean(map(math.log,qb))-st.mean(map(math.log,bb))))
     m,c=ci(rat); print(f"  qemu / baseline over 5 layouts each (geometric means per round): {m:.4f} ± {c:.4f}")
-    lay=[]
-    for name in ['']+[f'-{s}' for s in (1,2,3,4)]:
-        for other in ['']+[f'-{s}' for s in (1,2,3,4)]:
-            pass
     bl=[st.mean(int(by[(r,b)][k]) for r in rounds) for b in ['baseline']+[f'baseline-{s}' for s in (1,2,3,4)]]
     ql=[st.mean(int(by[(r,b)][k]) for r in rounds) for b in ['qemu']+[f'qemu-{s}' for s in (1,2,3,4)]]
     print(f"  spread of layout means: baseline {min(bl):.0f}-{max(bl):.0f} ({max(bl)/min(bl):.3f}x), qemu {min(ql):.0f}-{max(ql):.0f} ({max(ql)/min(ql):.3f}x)")
