@@ -521,3 +521,46 @@ def test_a_failing_build_stops_bench_before_it_writes(tmp_path):
     assert proc.returncode != 0
     assert "no rule" in proc.stderr and "failed" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def write_layout_results(folder, rows):
+    folder.mkdir()
+    lines = ["round,binary,config,tb_ns"] + \
+        [f"{r},{b},smp1,{v}" for r, b, v in rows]
+    (folder / "results.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_layouts_compare_geometric_means_of_each_build_per_round(tmp_path):
+    from harness import layouts
+    # Round 1: qemu's layouts 100 and 400 (geomean 200) against the
+    # baseline's 100 and 100; round 2 (second folder): 1 against 1.
+    write_layout_results(tmp_path / "a", [
+        (1, "baseline", 100), (1, "qemu", 100), (1, "baseline-1", 100),
+        (1, "qemu-1", 400), (1, "qemu-2", 7)])
+    write_layout_results(tmp_path / "b", [
+        (1, "baseline", 5), (1, "qemu", 5), (1, "baseline-1", 5),
+        (1, "qemu-1", 5)])
+    rounds = layouts.read_rounds([tmp_path / "a", tmp_path / "b"])
+    assert layouts.layout_names(rounds) == (["baseline", "baseline-1"],
+                                            ["qemu", "qemu-1"])
+    lines = layouts.report(rounds, "tb_ns")
+    ratio = next(line for line in lines if "over 2 layouts" in line)
+    assert "2 rounds): 1.5000 ± 6.3530" in ratio     # mean of 2 and 1
+    assert lines[-1] == "  spread of layout means: baseline 52.5-52.5 " \
+        "(1.000x), qemu 52.5-202 (3.857x)"
+
+
+@pytest.mark.parametrize("rows, metric, message", [
+    ([(1, "baseline", 1), (1, "qemu", 1), (2, "baseline", 1)], "tb_ns",
+     "round 2 has no run of qemu"),
+    ([(1, "baseline", 1), (1, "qemu", 1)], "svc_ns", "no column svc_ns"),
+    ([(1, "baseline-1", 1), (1, "qemu-1", 1)], "tb_ns",
+     "no baseline and qemu binaries"),
+])
+def test_layouts_refuse_results_they_cannot_compare(tmp_path, rows, metric,
+                                                    message):
+    write_layout_results(tmp_path / "a", rows)
+    proc = run([REPO / "bin" / "bench-layouts", "--metric", metric,
+                tmp_path / "a"])
+    assert proc.returncode == 1
+    assert message in proc.stderr

@@ -243,3 +243,11 @@ def test_callgrind_dump_total_is_read(tmp_path):
     dump = tmp_path / "cg.out.1"
     dump.write_text("events: Ir\nfn=main\n1 5\nsummary: 123456789012\n")
     assert instructions(dump) == 123456789012
+
+
+def test_device_tlb_plan_refuses_an_unknown_step(tmp_path):
+    proc = run([REPO / "bin" / "device-tlb-plan", "--steps", "idle,nosuch",
+                tmp_path / "pack", tmp_path / "out"])
+    assert proc.returncode == 2
+    assert "no step 'nosuch'" in proc.stderr
+    assert not (tmp_path / "out").exists()
