@@ -195,10 +195,11 @@ def assert_every_racing_case_fails(run_test, n_racing):
 
 
 # Per build of tlb-broadcast (tlbscale.VARIANTS): its first case and how
-# many of its cases race the issuer's DSB at -smp 2.
+# many of its cases race the issuer's DSB at -smp 2 (where the two that
+# need a third vCPU skip).
 BROADCAST_CASES = {
     "": ("loads: one page, VAE1IS", 8),
-    "s2": ("loads: one page, IPAS2E1IS, VMALLE1IS", 5),
+    "s2": ("loads: one page, IPAS2E1IS, VMALLE1IS", 6),
     "fb": ("loads: one page, VAE1 under HCR_EL2.FB+BSU", 8),
 }
 VARIANT_IDS = {"ids": lambda v: v or "el1"}
@@ -214,6 +215,37 @@ def test_broadcast_check_fails_without_tlbi(qemu, tmp_path, mode, variant):
                          2, mode, variant)
     assert proc.returncode != 0, proc.stdout
     assert outcomes(proc.stdout)[first_case] == "FAIL"
+
+
+@pytest.mark.parametrize("mode", ["strict", "relaxed"])
+def test_broadcast_s2_stage1_table_case_needs_ipas2e1is(qemu, tmp_path,
+                                                        mode):
+    """Negative control of the stage-2 entries that QEMU keeps for stage-1
+    table walks: without its IPAS2E1IS, tlb-broadcast-s2's "stage-1 table"
+    case fails, and it alone, in either mode; every other case's stale
+    entries are the combined ones that VMALLE1IS drops."""
+    proc = run_broadcast(qemu, broadcast_test(tmp_path, "-DNO_IPAS2E1IS",
+                                              variant="s2"),
+                         2, mode, "s2")
+    failed = {name for name, res in outcomes(proc.stdout).items()
+              if res == "FAIL"}
+    assert failed == {"loads: stage-1 table remapped, IPAS2E1IS, VMALLE1IS"}, \
+        proc.stdout
+    assert proc.returncode != 0
+
+
+def test_broadcast_check_other_writer_fails_if_the_barrier_does_not_wait(
+        qemu, tmp_path):
+    """Negative control of the case that needs a third vCPU, where CPU 1
+    writes the PTE that CPU 0 invalidates: at -smp 4 with
+    x-tlb-barrier=off it fails, in one of RACING_TRIES runs at most."""
+    kernel = broadcast_test(tmp_path, "-DITERATIONS=50")
+    for _ in range(RACING_TRIES):
+        proc = run_broadcast(qemu, kernel, 4, "relaxed,x-tlb-barrier=off")
+        if outcomes(proc.stdout)["loads: PTE written by CPU 1, VAE1IS"] == \
+                "FAIL":
+            return
+    pytest.fail(proc.stdout)
 
 
 @pytest.mark.parametrize("variant", BROADCAST_CASES, **VARIANT_IDS)
