@@ -1,8 +1,9 @@
 """bin/bench-layouts: qemu against the baseline over link-order layouts.
 
-Read the results.csv of bench folders whose binaries are baseline, qemu
-and their relinked layouts baseline-N, qemu-N (bin/relink-shuffled), and
-print for each METRIC (a results.csv column: tb_ns, munmap_ns, wall_s...)
+Read the results.json of bench folders whose binaries are baseline, qemu
+and their relinked layouts baseline-N, qemu-N (bin/relink-shuffled), run
+in one configuration, and print for each METRIC (a column of
+results.csv: tb_ns, munmap_ns, wall_s...)
 each binary's mean ± 95% CI, then per round the geometric mean of the
 qemu layouts over that of the baseline layouts, with its mean ± 95% CI
 over the rounds: where the linker put the code moves both builds (by 8%
@@ -14,7 +15,7 @@ their rounds (each folder's run of the same binaries).
 """
 
 import argparse
-import csv
+import json
 import math
 import pathlib
 import statistics
@@ -26,14 +27,17 @@ from .stats import mean_ci
 BUILDS = ("baseline", "qemu")
 
 
-def read_rounds(folders) -> List[Dict[str, Dict[str, str]]]:
-    """Each round of @folders' results.csv files: binary -> row."""
+def read_rounds(folders) -> List[Dict[str, dict]]:
+    """Each round of @folders' results.json files: binary -> run."""
     rounds = []
     for folder in folders:
-        by_round: Dict[int, Dict[str, Dict[str, str]]] = {}
-        with open(folder / "results.csv", newline="") as f:
-            for row in csv.DictReader(f):
-                by_round.setdefault(int(row["round"]), {})[row["binary"]] = row
+        results = json.loads((folder / "results.json").read_text())
+        if len(results["configs"]) != 1:
+            raise ValueError(f"{folder} ran {len(results['configs'])} "
+                             "configurations, not one")
+        by_round: Dict[int, Dict[str, dict]] = {}
+        for run in results["runs"]:
+            by_round.setdefault(run["round"], {})[run["binary"]] = run
         rounds += [by_round[r] for r in sorted(by_round)]
     return rounds
 
@@ -66,7 +70,7 @@ def report(rounds, metric: str) -> List[str]:
         missing = [b for b in base + ours if b not in r]
         if missing:
             raise ValueError(f"round {n} has no run of {', '.join(missing)}")
-    if metric not in rounds[0][base[0]]:
+    if rounds[0][base[0]].get(metric) is None:
         raise ValueError(f"no column {metric} in these results")
     value = lambda r, b: float(r[b][metric])
     lines = [f"== {metric}"]
@@ -97,8 +101,8 @@ def main():
                         help="a results.csv column (repeat for more)")
     args = parser.parse_args()
     for folder in args.folders:
-        if not (folder / "results.csv").is_file():
-            parser.error(f"no {folder / 'results.csv'}")
+        if not (folder / "results.json").is_file():
+            parser.error(f"no {folder / 'results.json'}")
     try:
         rounds = read_rounds(args.folders)
         for metric in args.metric:

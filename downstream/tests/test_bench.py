@@ -523,11 +523,12 @@ def test_a_failing_build_stops_bench_before_it_writes(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def write_layout_results(folder, rows):
+def write_layout_results(folder, rows, configs=("smp1",)):
     folder.mkdir()
-    lines = ["round,binary,config,tb_ns"] + \
-        [f"{r},{b},smp1,{v}" for r, b, v in rows]
-    (folder / "results.csv").write_text("\n".join(lines) + "\n")
+    runs = [{"round": r, "binary": b, "config": c, "tb_ns": v}
+            for r, b, v in rows for c in configs]
+    (folder / "results.json").write_text(json.dumps(
+        {"configs": {c: "" for c in configs}, "runs": runs}))
 
 
 def test_layouts_compare_geometric_means_of_each_build_per_round(tmp_path):
@@ -556,10 +557,13 @@ def test_layouts_compare_geometric_means_of_each_build_per_round(tmp_path):
     ([(1, "baseline", 1), (1, "qemu", 1)], "svc_ns", "no column svc_ns"),
     ([(1, "baseline-1", 1), (1, "qemu-1", 1)], "tb_ns",
      "no baseline and qemu binaries"),
+    ([(1, "baseline", 1), (1, "qemu", 1)], "tb_ns",
+     "ran 2 configurations, not one"),
 ])
 def test_layouts_refuse_results_they_cannot_compare(tmp_path, rows, metric,
                                                     message):
-    write_layout_results(tmp_path / "a", rows)
+    configs = ("smp1", "smp2") if "configurations" in message else ("smp1",)
+    write_layout_results(tmp_path / "a", rows, configs)
     proc = run([REPO / "bin" / "bench-layouts", "--metric", metric,
                 tmp_path / "a"])
     assert proc.returncode == 1
