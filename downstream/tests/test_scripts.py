@@ -251,3 +251,12 @@ def test_device_tlb_plan_refuses_an_unknown_step(tmp_path):
     assert proc.returncode == 2
     assert "no step 'nosuch'" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_device_tlb_plan_heap_needs_the_shim(tmp_path):
+    (tmp_path / "pack").mkdir()
+    proc = run([REPO / "bin" / "device-tlb-plan", "--steps", "idle,heap",
+                tmp_path / "pack", tmp_path / "out"])
+    assert proc.returncode == 2
+    assert f"step heap needs {tmp_path}/pack/libheapshift.so" in proc.stderr
+    assert not (tmp_path / "out").exists()
