@@ -188,7 +188,7 @@ def test_tlb_scale_runs_tlb_random_with_a_seed_per_run(qemu):
 
 def test_tlb_scale_runs_the_el2_variants(qemu):
     """--variant builds and runs tlb-broadcast-s2 and -fb on a machine
-    with EL2."""
+    with EL2, and sums when the timer case's readers woke."""
     tcg_tests()
     for variant, case in [("s2", "stores: made read-only, VMALLS12E1IS"),
                           ("fb", "stores: made read-only, VALE1 under "
@@ -200,6 +200,9 @@ def test_tlb_scale_runs_the_el2_variants(qemu):
         assert proc.stdout.startswith(f"tlb-broadcast-{variant}, 1 runs")
         assert re.search(rf"^  {re.escape(case)} +1 pass +0 fail",
                          proc.stdout, re.M), proc.stdout
+        assert re.search(r"^  timer case's wake-ups: \d+ before the TLBIs, "
+                         r"\d+ before the DSB completed, \d+ after; not "
+                         r"asleep: \d+$", proc.stdout, re.M), proc.stdout
 
 
 @pytest.mark.parametrize("args, message", [
