@@ -263,3 +263,19 @@ def test_device_tlb_plan_heap_needs_the_shim(tmp_path):
     assert proc.returncode == 2
     assert f"step heap needs {tmp_path}/pack/libheapshift.so" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_device_harness_refuses_an_older_unpack(tmp_path):
+    """A folder that PACK's run unpacked from an older pack at the same
+    path lacks what was packed since, a --file included: device-harness
+    says so and runs nothing."""
+    pack, unpacked = tmp_path / "pack", tmp_path / "unpacked"
+    pack.mkdir()
+    unpacked.mkdir()
+    (pack / "run").write_text(f"#!/bin/sh\necho {unpacked}\n")
+    (pack / "run").chmod(0o755)
+    (pack / "libheapshift.so").write_text("")
+    proc = run([REPO / "bin" / "device-harness", pack, "bench", "--help"])
+    assert proc.returncode == 1
+    assert f"{unpacked} has no libheapshift.so, unpacked from an older " \
+        "pack" in proc.stderr
