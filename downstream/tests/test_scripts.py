@@ -53,6 +53,32 @@ def test_deb_src_entries_follow_the_machine(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("suite", ["sid", "unstable"])
+def test_deb_src_entries_of_unstable_are_the_release_alone(tmp_path, suite):
+    """Unstable has no -updates, -security or -backports suites, whose
+    missing Release files would fail 'apt-get update'."""
+    (tmp_path / "sources.list").write_text(
+        "deb http://example.invalid/debian bookworm main\n"
+        "deb http://example.invalid/debian bookworm-updates main\n"
+        "deb http://example.invalid/debian bookworm-backports main\n")
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        textwrap.dedent("""\
+            Types: deb
+            URIs: http://example.invalid/debian-security
+            Suites: bookworm-security
+            Components: main
+            """))
+    (tmp_path / "os-release").write_text("VERSION_CODENAME=bookworm\n")
+    for args, kind in (([], "deb-src"),
+                       (["--arch", "arm64"], "deb [arch=arm64]")):
+        proc = run([REPO / "bin" / "debian-apt-entries", "--etc", tmp_path,
+                    "--os-release", tmp_path / "os-release", *args, suite])
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == \
+            f"{kind} http://example.invalid/debian {suite} main\n"
+
+
 def test_deb_src_entries_need_a_debian_entry(tmp_path):
     (tmp_path / "sources.list").write_text("deb http://example.invalid/x y z\n")
     (tmp_path / "os-release").write_text("VERSION_CODENAME=bookworm\n")
