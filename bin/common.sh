@@ -1,12 +1,12 @@
 # Shared settings of the bin/ scripts; sourced, never run.
 #
-# The pinned upstream: Debian's source package of QEMU 10.0.13 and the sha256
+# The pinned upstream: Debian's source package of QEMU 10.2.2 and the sha256
 # of its orig tarball, checked on every fetch.
 QEMU_DEBIAN_PACKAGE=qemu
-QEMU_DEBIAN_VERSION=1:10.0.13+ds-0+deb13u1
-QEMU_DEBIAN_SUITE=trixie
-QEMU_ORIG_TARBALL=qemu_10.0.13+ds.orig.tar.xz
-QEMU_ORIG_SHA256=6a0888e806c2ffc0c5f0733e974f9aea55491950d3c47c98669c8b236dde59ae
+QEMU_DEBIAN_VERSION=1:10.2.2+ds-1
+QEMU_DEBIAN_SUITE=sid
+QEMU_ORIG_TARBALL=qemu_10.2.2+ds.orig.tar.xz
+QEMU_ORIG_SHA256=be05230fe47a6937cd29f28f562932c8125f9c93c2a82c625198f7a4aa601dfb
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$REPO/build

@@ -28,6 +28,22 @@ QEMU = pathlib.Path(os.environ.get("QEMU", QEMU_BUILD /
 TCG_DIR = QEMU_BUILD / "tests" / "tcg" / "aarch64-softmmu"
 TCG_SRC = SRC / "tests" / "tcg"
 
+
+def upstream_pin(repo=REPO) -> dict:
+    """The pinned upstream of @repo's bin/common.sh, its one record:
+    QEMU_DEBIAN_PACKAGE, QEMU_DEBIAN_VERSION, QEMU_DEBIAN_SUITE,
+    QEMU_ORIG_TARBALL and QEMU_ORIG_SHA256 by name."""
+    text = (pathlib.Path(repo) / "bin" / "common.sh").read_text()
+    return dict(re.findall(r"^(QEMU_(?:DEBIAN|ORIG)_\w+)=(\S+)$", text,
+                           re.M))
+
+
+def upstream_tarball(repo=REPO) -> pathlib.Path:
+    """bin/fetch-upstream's verified copy of the pinned tarball."""
+    return pathlib.Path(repo) / "build" / "cache" / \
+        upstream_pin(repo)["QEMU_ORIG_TARBALL"]
+
+
 # A host path in one word of a command line: the word itself, or after
 # "NAME=" or "--option=" (--binary qemu=/x; file=/x,format=raw).
 _PATH_WORD = re.compile(r"((?:--)?[\w-]+=)?(/[^,\s]*)(,\S*)?")

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from conftest import run
-from harness.paths import BUILD, COVER_LETTER, REPO, series
+from harness.paths import COVER_LETTER, REPO, series, upstream_tarball
 
 
 # git's automatic gc runs in the foreground, so that no detached gc still
@@ -28,9 +28,8 @@ def scratch(tmp_path_factory):
     for d in ("bin", "patches"):
         shutil.copytree(REPO / d, repo / d)
     git("init", "-q", cwd=repo)
-    tarball = BUILD / "cache" / "qemu_10.0.13+ds.orig.tar.xz"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(repo),
-           "QEMU_TARBALL": str(tarball),
+           "QEMU_TARBALL": str(upstream_tarball()),
            "GIT_CONFIG_GLOBAL": "/dev/null", **NO_DETACHED_GC}
     proc = run([repo / "bin" / "assemble"], env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -65,7 +64,8 @@ def test_reassemble_is_a_no_op(scratch):
 def test_unexported_commits_are_kept(scratch):
     repo, env = scratch
     src = repo / "build" / "src"
-    (src / "VERSION").write_text("10.0.13-work\n")
+    version = (src / "VERSION").read_text().strip()
+    (src / "VERSION").write_text(f"{version}-work\n")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
         "work: not exported yet", cwd=src)
     work = git("rev-parse", "HEAD", cwd=src)

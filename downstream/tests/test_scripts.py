@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from conftest import run, tcg_tests
-from harness.paths import REPO
+from harness.paths import REPO, upstream_pin
 
 
 def test_fetch_rejects_a_wrong_tarball(tmp_path):
@@ -17,8 +17,20 @@ def test_fetch_rejects_a_wrong_tarball(tmp_path):
     proc = run([tmp_path / "bin" / "fetch-upstream"],
                env={"PATH": "/usr/bin:/bin", "QEMU_TARBALL": str(bad)})
     assert proc.returncode != 0
-    assert "expected 6a0888e806c2" in proc.stderr
+    assert f"expected {upstream_pin()['QEMU_ORIG_SHA256']}" in proc.stderr
     assert not list((tmp_path / "build" / "cache").glob("*.tar.xz"))
+
+
+def test_the_pin_is_read_as_bash_reads_it():
+    """harness.paths reads bin/common.sh's pin as the scripts see it."""
+    pin = upstream_pin()
+    assert sorted(pin) == ["QEMU_DEBIAN_PACKAGE", "QEMU_DEBIAN_SUITE",
+                           "QEMU_DEBIAN_VERSION", "QEMU_ORIG_SHA256",
+                           "QEMU_ORIG_TARBALL"]
+    proc = run(["bash", "-c", '. "$0"; for n; do echo "${!n}"; done',
+                REPO / "bin" / "common.sh", *pin])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == list(pin.values())
 
 
 def test_fetch_rejects_a_missing_tarball(tmp_path):
