@@ -25,7 +25,7 @@ boot: qemu
 compare: qemu guest
 	bin/compare
 
-check: qemu debug tsan guest
+check: qemu debug tsan guest image
 	bin/check
 
 functional: qemu
