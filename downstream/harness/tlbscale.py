@@ -45,12 +45,13 @@ EL2_BOARD = [*BOARD, "-M", "virtualization=on"]
 
 
 class Variant(NamedTuple):
-    """A build of a tests/tcg TLB test: its binary, source, extra CFLAGS
-    and the board it runs on."""
+    """A build of a tests/tcg TLB test: its binary, source, extra CFLAGS,
+    the board it runs on and the exception level boot.S starts it at."""
     binary: str
     source: str
     cflags: List[str]
     board: List[str]
+    el: int = 1
 
 
 # s2 remaps at stage 2 and invalidates from EL2; fb uses local TLBIs and
@@ -59,16 +60,16 @@ class Variant(NamedTuple):
 VARIANTS = {
     "": Variant("tlb-broadcast", "tlb-broadcast.c", [], BOARD),
     "s2": Variant("tlb-broadcast-s2", "tlb-broadcast.c", ["-DSTAGE2"],
-                  EL2_BOARD),
+                  EL2_BOARD, el=2),
     "fb": Variant("tlb-broadcast-fb", "tlb-broadcast.c", ["-DEL2_FB"],
-                  EL2_BOARD),
+                  EL2_BOARD, el=2),
     "random": Variant("tlb-random", "tlb-random.c", [], [*BOARD, "-m", "2G"]),
     "random-16k": Variant("tlb-random-16k", "tlb-random.c",
                           ["-DGRANULE_BITS=14"], [*BOARD, "-m", "2G"]),
     "random-64k": Variant("tlb-random-64k", "tlb-random.c",
                           ["-DGRANULE_BITS=16"], [*BOARD, "-m", "2G"]),
     "random-s2": Variant("tlb-random-s2", "tlb-random.c", ["-DSTAGE2"],
-                         [*EL2_BOARD, "-m", "2G"]),
+                         [*EL2_BOARD, "-m", "2G"], el=2),
 }
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)(?: \(|$)", re.M)
 # tlb-broadcast's timer case: when its readers woke, in the rounds they
@@ -107,10 +108,19 @@ def build(variant: str, out: pathlib.Path,
 def tlb_test_args(variant: str, kernel, smp: int, mode: str,
                   append: Optional[str] = None) -> List[str]:
     """QEMU's arguments for a run of the TLB test @kernel, a build of
-    @variant, whose semihosting output goes to stdout."""
-    return [*VARIANTS[variant].board, "-smp", str(smp),
+    @variant, whose semihosting output goes to stdout.  boot.S starts the
+    test at the exception level its semihosting command line begins with
+    (EL1 if none): a variant that runs at EL2 passes "2" and @append's
+    words as arguments, which QEMU then uses instead of -append."""
+    v = VARIANTS[variant]
+    config = "enable=on,target=native,chardev=out"
+    if v.el != 1:
+        words = [str(v.el), *(append.split() if append else [])]
+        config += "".join(",arg=" + w.replace(",", ",,") for w in words)
+        append = None
+    return [*v.board, "-smp", str(smp),
             "-accel", f"tcg,tlb-flush={mode}",
-            "-semihosting-config", "enable=on,target=native,chardev=out",
+            "-semihosting-config", config,
             "-chardev", "stdio,id=out", "-kernel", str(kernel),
             *(["-append", append] if append else [])]
 
