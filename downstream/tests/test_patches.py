@@ -22,6 +22,34 @@ def test_checkpatch(patch):
     assert "total: 0 errors, 0 warnings" in proc.stdout, proc.stdout
 
 
+# From QEMU 10.1 a vCPU's fast TLB tables lie in reverse MMU-index order
+# (mmuidx_to_fast_index()): neg.tlb.f[mmu_idx] compiles and reads another
+# index's table.  Our code reaches them through cpu_tlb_fast() alone.
+FAST_TLB_BY_INDEX = re.compile(r"\bneg\.tlb\.f\s*\[|\btlb\.f\s*\[")
+MASTER_PATCHES = sorted((REPO / "patches" / "master").glob("0*.patch"))
+
+
+def reads_fast_tlb_by_index(patch_text):
+    """The lines that @patch_text adds which index the fast TLB tables."""
+    return [line for line in patch_text.splitlines()
+            if line.startswith("+") and not line.startswith("+++ ")
+            and FAST_TLB_BY_INDEX.search(line)]
+
+
+@pytest.mark.parametrize("patch", PATCHES + MASTER_PATCHES,
+                         ids=[p.name[:4] for p in PATCHES + MASTER_PATCHES])
+def test_fast_tlb_tables_only_through_cpu_tlb_fast(patch):
+    assert not reads_fast_tlb_by_index(patch.read_text())
+
+
+def test_fast_tlb_check_catches_an_index():
+    """Negative control: the probe's line as 10.0.13's series had it."""
+    assert reads_fast_tlb_by_index(
+        "+        held = mask < cpu->neg.tlb.f[mmu_idx].mask ||\n"
+        "+    CPUTLBDescFast *f = cpu_tlb_fast(cpu, mmu_idx);\n") == \
+        ["+        held = mask < cpu->neg.tlb.f[mmu_idx].mask ||"]
+
+
 # patches/upstream-stable: the large-page fixes written for upstream
 # master, which bin/check-upstream-stable checks there; the cover letter
 # aside.  They are the series' patches 2 and 3.
@@ -33,7 +61,7 @@ LARGE_PAGE_FILES = ("accel/tcg/cputlb.c",
 
 def changed_lines(patches, path):
     """The lines that @patches remove from and add to @path, in order: the
-    change without its context, which master and 10.0.13 differ in."""
+    change without its context, which master and 10.2.2 may differ in."""
     lines, current = [], None
     for patch in patches:
         for line in patch.read_text().splitlines():
