@@ -93,8 +93,6 @@ JIT_COUNTERS = {
                           r"held nothing (\d+)"),
     "tlb_catch_ups": ("TLB remote catch-ups", r"^(\d+)"),
     "tlb_kicks": ("TLB remote catch-ups", r"kicks (\d+)"),
-    "tlb_idle_catch_ups": ("TLB remote catch-ups",
-                           r"removing nothing (\d+)"),
     "tlb_barrier_waits": ("TLB barrier waits", r"^(\d+)"),
     "tlb_barrier_wait_us": ("TLB barrier waits", r"^\d+ \((\d+) us"),
     "regions": ("code regions", r"^(\d+) x"),
