@@ -317,3 +317,89 @@ def test_device_harness_refuses_an_older_unpack(tmp_path):
     assert proc.returncode == 1
     assert f"{unpacked} has no libheapshift.so, unpacked from an older " \
         "pack" in proc.stderr
+
+
+@pytest.fixture
+def tiny_qemu(tmp_path):
+    """A one-commit git repository that bin/check-master takes for QEMU's,
+    and a bare clone of it: enough to reach each of its checks."""
+    repo = tmp_path / "qemu"
+    (repo / "accel" / "tcg").mkdir(parents=True)
+    (repo / "accel" / "tcg" / "cputlb.c").write_text("/* QEMU */\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    for args in (["init", "-q", repo], ["-C", repo, "add", "-A"],
+                 ["-C", repo, "commit", "-q", "-m", "c"],
+                 ["clone", "-q", "--bare", repo, tmp_path / "qemu.git"]):
+        proc = run([*git, *args])
+        assert proc.returncode == 0, proc.stderr
+    return repo
+
+
+@pytest.mark.parametrize("args, message", [
+    (["{tmp}"], "{tmp} is not a git repository"),
+    (["{tmp}/qemu/accel"], "{tmp}/qemu/accel is not a git repository"),
+    (["{tmp}/absent"], "{tmp}/absent is not a directory"),
+    (["--base", "nosuch", "{tmp}/qemu.git"],
+     "nosuch is not a commit of {tmp}/qemu.git"),
+    (["--base", "HEAD^{{tree}}", "{tmp}/qemu"], "is not a commit of"),
+])
+def test_check_master_refuses_bad_input(tmp_path, tiny_qemu, args, message):
+    work = tmp_path / "work"
+    proc = run([REPO / "bin" / "check-master", "--work-dir", work,
+                *[a.format(tmp=tmp_path) for a in args]])
+    assert proc.returncode == 1, proc.stderr
+    assert message.format(tmp=tmp_path) in proc.stderr
+    assert not work.exists()
+
+
+def test_check_master_refuses_a_tree_that_is_not_qemu(tmp_path, tiny_qemu):
+    run(["git", "-C", tiny_qemu, "rm", "-q", "accel/tcg/cputlb.c"])
+    run(["git", "-C", tiny_qemu, "-c", "user.name=t", "-c",
+         "user.email=t@localhost", "commit", "-q", "-m", "not QEMU"])
+    proc = run([REPO / "bin" / "check-master", "--base", "HEAD", tiny_qemu])
+    assert proc.returncode == 1
+    assert f"HEAD of {tiny_qemu} is not a QEMU source tree" in proc.stderr
+
+
+def test_check_master_refuses_a_work_dir_in_use(tmp_path, tiny_qemu):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep").write_text("mine\n")
+    proc = run([REPO / "bin" / "check-master", "--base", "HEAD",
+                "--work-dir", work, tmp_path / "qemu.git"])
+    assert proc.returncode == 1
+    assert f"--work-dir {work} is neither new nor empty" in proc.stderr
+    assert [p.name for p in work.iterdir()] == ["keep"]
+    assert (work / "keep").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--base"], ["--bogus", "x"], ["a", "b"], ["--work-dir"],
+])
+def test_check_master_rejects_bad_usage(args):
+    proc = run([REPO / "bin" / "check-master", *args])
+    assert proc.returncode == 2
+    assert "Usage: bin/check-master" in proc.stderr
+    assert not proc.stdout
+
+
+def test_check_master_needs_build_src_and_a_cross_compiler(tmp_path,
+                                                           tiny_qemu):
+    """In a copy of bin/ beside no build/: no build/src is an error, not
+    a wait; before it, a missing aarch64-linux-gnu-gcc is one."""
+    shutil.copytree(REPO / "bin", tmp_path / "bin")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in ("bash", "dirname", "git", "realpath", "ls"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    work = tmp_path / "work"
+    args = [tmp_path / "bin" / "check-master", "--base", "HEAD",
+            "--work-dir", work, tiny_qemu]
+    proc = run(args, env={"PATH": str(tools)})
+    assert proc.returncode == 1
+    assert "aarch64-linux-gnu-gcc is missing" in proc.stderr
+    (tools / "aarch64-linux-gnu-gcc").symlink_to("/bin/true")
+    proc = run(args, env={"PATH": str(tools)})
+    assert proc.returncode == 1
+    assert "no build/src; run bin/assemble" in proc.stderr
+    assert not work.exists()
