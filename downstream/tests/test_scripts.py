@@ -41,12 +41,10 @@ def test_fetch_rejects_a_missing_tarball(tmp_path):
     assert "does not exist" in proc.stderr
 
 
-def test_deb_src_entries_follow_the_machine(tmp_path):
-    (tmp_path / "sources.list.d").mkdir()
-    (tmp_path / "sources.list").write_text(
-        "deb http://example.invalid/debian bookworm main contrib\n"
-        "deb http://example.invalid/other stable main\n")
-    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+def write_security_sources(etc):
+    """A deb822 sources file in @etc for bookworm's security archive."""
+    (etc / "sources.list.d").mkdir()
+    (etc / "sources.list.d" / "debian.sources").write_text(
         textwrap.dedent("""\
             Types: deb
             URIs: http://example.invalid/debian-security
@@ -54,6 +52,13 @@ def test_deb_src_entries_follow_the_machine(tmp_path):
             Components: main
             Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
             """))
+
+
+def test_deb_src_entries_follow_the_machine(tmp_path):
+    (tmp_path / "sources.list").write_text(
+        "deb http://example.invalid/debian bookworm main contrib\n"
+        "deb http://example.invalid/other stable main\n")
+    write_security_sources(tmp_path)
     (tmp_path / "os-release").write_text('VERSION_CODENAME="bookworm"\n')
     proc = run([REPO / "bin" / "debian-apt-entries", "--etc", tmp_path,
                 "--os-release", tmp_path / "os-release", "trixie"])
@@ -73,14 +78,7 @@ def test_deb_src_entries_of_unstable_are_the_release_alone(tmp_path, suite):
         "deb http://example.invalid/debian bookworm main\n"
         "deb http://example.invalid/debian bookworm-updates main\n"
         "deb http://example.invalid/debian bookworm-backports main\n")
-    (tmp_path / "sources.list.d").mkdir()
-    (tmp_path / "sources.list.d" / "debian.sources").write_text(
-        textwrap.dedent("""\
-            Types: deb
-            URIs: http://example.invalid/debian-security
-            Suites: bookworm-security
-            Components: main
-            """))
+    write_security_sources(tmp_path)
     (tmp_path / "os-release").write_text("VERSION_CODENAME=bookworm\n")
     for args, kind in (([], "deb-src"),
                        (["--arch", "arm64"], "deb [arch=arm64]")):
