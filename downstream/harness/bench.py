@@ -38,6 +38,7 @@ import datetime
 import os
 import pathlib
 import re
+import signal
 import sys
 from typing import List
 
@@ -212,7 +213,15 @@ def bench(args: argparse.Namespace) -> None:
     report.write(out)
 
 
+def exit_on_sigterm(signum, frame) -> None:
+    """SIGTERM unwinds like an exception, so that a bench stopped by kill
+    or timeout stops its QEMU processes and its busy-host load too (they
+    outlived it, and loaded the host of the next measurement)."""
+    sys.exit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     try:
         bench(argument_parser().parse_args())
     except HarnessError as e:

@@ -72,7 +72,7 @@ JIT_LABELS = (
     "TB invalidate count", "TLB full flushes", "TLB partial flushes",
     "TLB elided flushes", "TLB flush mode", "TLB relaxed flushes",
     "TLB remote flushes filtered out", "TLB remote catch-ups",
-    "TLB barrier waits", "TLB barrier policy",
+    "TLB barrier waits", "TLB barrier policy", "TLB parks",
 )
 
 # The counters of info jit that bin/bench records per run: column ->
@@ -95,6 +95,8 @@ JIT_COUNTERS = {
     "tlb_kicks": ("TLB remote catch-ups", r"kicks (\d+)"),
     "tlb_barrier_waits": ("TLB barrier waits", r"^(\d+)"),
     "tlb_barrier_wait_us": ("TLB barrier waits", r"^\d+ \((\d+) us"),
+    "tlb_parks": ("TLB parks", r"^(\d+)"),
+    "tlb_parked_us": ("TLB parks", r"^\d+ \((\d+) us"),
     "regions": ("code regions", r"^(\d+) x"),
     "region_kib": ("code regions", r"^\d+ x (\d+) KiB"),
 }

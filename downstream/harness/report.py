@@ -37,6 +37,7 @@ DETAILS = {
     "tlb_relaxed_flushes": "relaxed broadcasts",
     "tlb_filtered_out": "remote parts filtered out",
     "tlb_barrier_waits": "DSB waits",
+    "tlb_parks": "parks",
     "buffer_rss_mib": "buffer RSS (MiB)",
     "huge_share": "on huge pages (%)",
 }

@@ -264,9 +264,10 @@ def probe(binary, args: Sequence) -> Tuple[Optional[Dict[str, int]],
                           pathlib.Path(tmp))
         except HarnessError as e:
             return None, str(e)
-        fields = measure(guest)
-        guest.shutdown()
-        return fields, None
+        try:
+            return measure(guest), None
+        finally:
+            guest.shutdown()
 
 
 def run_once(binary, args: Sequence, workload: dict, timeout: float,
@@ -280,9 +281,11 @@ def run_once(binary, args: Sequence, workload: dict, timeout: float,
             if barrier_waits else []
         guest = start(binary, [*trace, "-no-shutdown", *args],
                       pathlib.Path(tmp))
-        wall, reason = guest.wait_shutdown(timeout)
-        fields = measure(guest) if wall is not None else {}
-        guest.shutdown()
+        try:
+            wall, reason = guest.wait_shutdown(timeout)
+            fields = measure(guest) if wall is not None else {}
+        finally:
+            guest.shutdown()    # also when bench is stopped: SIGTERM
         if barrier_waits:
             fields.update(barrier_wait_columns(
                 trace_log.read_text() if trace_log.exists() else ""))

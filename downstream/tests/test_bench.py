@@ -4,7 +4,11 @@ reports, bad input, and one short real run."""
 
 import json
 import os
+import pathlib
 import re
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -403,6 +407,41 @@ def test_report_weighs_the_guest_progress_of_every_thread(tmp_path):
     assert "smp2-relaxed" not in table and "| base |" not in table
 
 
+def children(pid):
+    """The pids of @pid's child processes."""
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_stopped_bench_leaves_no_load_behind(qemu, tmp_path):
+    """kill or timeout (SIGTERM) stops bench's busy-host processes and its
+    QEMU with it: they outlived it, and loaded the host of the next
+    measurement.  Without the handler, this test fails."""
+    proc = subprocess.Popen([BENCH, "--workload", "tlb", "-n", "3",
+                             "--smp", "2", "--binary", f"q={qemu}",
+                             "--busy", "2", "--layout-smp", "1",
+                             "--layout-tb-size", "64",
+                             "--out", tmp_path / "out"],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(children(proc.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)     # two hogs and a QEMU
+    started = children(proc.pid)
+    assert len(started) >= 3
+    proc.terminate()
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    alive = [pid for pid in started if pathlib.Path(f"/proc/{pid}").exists()]
+    assert not alive
+
+
 def test_stress_runs_stress_ng_in_the_image_on_a_busy_host(qemu, tmp_path):
     """One short round of one group in each mode, with a host process
     keeping a host CPU busy: each run reports its group's bogo-ops/s."""
@@ -445,6 +484,7 @@ TLB relaxed flushes 40 (coalesced 0, escalated 0, queued for no other vCPU 9)
 TLB remote flushes filtered out 30 (TLBs probed 21, of which held nothing 17)
 TLB remote catch-ups 6 (kicks 4, inactive vCPUs skipped 0)
 TLB barrier waits   5 (12 us in all)
+TLB parks           3 (41 us in all; x-tlb-park=auto)
 TLB barrier policy  poll up to 50 us while waits are that short, else sleep at once (1 of 2 vCPUs poll now)
 """
 
@@ -464,8 +504,8 @@ def test_info_jit_is_read_in_one_place():
         "tlb_elided_flushes": 1792, "tlb_relaxed_flushes": 40,
         "tlb_alone": 9, "tlb_filtered_out": 30, "tlb_probed": 21,
         "tlb_probe_skipped": 17, "tlb_catch_ups": 6, "tlb_kicks": 4,
-        "tlb_barrier_waits": 5,
-        "tlb_barrier_wait_us": 12, "regions": 16, "region_kib": 65536}
+        "tlb_barrier_waits": 5, "tlb_barrier_wait_us": 12, "tlb_parks": 3,
+        "tlb_parked_us": 41, "regions": 16, "region_kib": 65536}
     # An upstream build has none of our lines.
     upstream = Jit.parse("gen code size       0/1073736704\nTB count            0\n")
     assert upstream.counters() == {"code_bytes": 0,

@@ -310,6 +310,96 @@ def test_broadcast_check_with_an_aarch32_barrier(qemu, tmp_path, mode,
     assert proc.returncode == 0, proc.stdout
 
 
+# Every broadcast's targets park at their next TB boundary for 1 ms:
+# what the default does while waits for vCPUs that the host preempted
+# take half of the issuer's time (tcg-tlb-relaxed.rst, "Parking").
+PARK_ON = "relaxed,x-tlb-park=on"
+
+
+def run_parking(qemu, tmp_path, variant, kernel, mode, append=None):
+    """Run TLB test @kernel at -smp 4 with tlb-flush=@mode, tracing each
+    park; return the process and how many times vCPUs parked."""
+    log = tmp_path / "park.log"
+    proc = run_qemu(qemu, [*tlbscale.tlb_test_args(variant, kernel, 4, mode,
+                                                   append),
+                           "-trace", "tlb_relaxed_park", "-D", str(log)],
+                    timeout=300)
+    return proc, log.read_text().count("tlb_relaxed_park ")
+
+
+@pytest.mark.parametrize("variant", BROADCAST_CASES, **VARIANT_IDS)
+def test_broadcast_check_passes_with_targets_parking(qemu, tmp_path,
+                                                     variant):
+    """With every target parking, tlb-broadcast passes at -smp 4, each
+    vCPU's translations as fresh as without (the negative control is the
+    next test), and its targets did park."""
+    proc, parks = run_parking(qemu, tmp_path, variant,
+                              broadcast_test(tmp_path, variant=variant),
+                              PARK_ON)
+    assert proc.returncode == 0, proc.stdout
+    assert "FAIL" not in outcomes(proc.stdout).values(), proc.stdout
+    assert parks > 100, parks
+
+
+def test_broadcast_check_fails_while_parking_if_the_barrier_does_not_wait(
+        qemu, tmp_path):
+    """Negative control of the test above: parking targets, with a barrier
+    that does not wait, every racing case fails."""
+    _, n_racing = BROADCAST_CASES[""]
+    kernel = broadcast_test(tmp_path)
+    assert_every_racing_case_fails(
+        lambda: run_broadcast(qemu, kernel, 2,
+                              PARK_ON + ",x-tlb-barrier=off"), n_racing)
+
+
+@pytest.mark.parametrize("variant", ["random", "random-s2"])
+def test_random_seeds_pass_with_targets_parking(qemu, tmp_path, variant):
+    """tlb-random at -smp 4 with every target parking, over a quarter of
+    SWEEP_SEEDS: loads, fetches and stores agree with the software walk."""
+    for seed in SWEEP_SEEDS[::4]:
+        proc, parks = run_parking(qemu, tmp_path, variant,
+                                  random_test(variant), PARK_ON,
+                                  f"seed={seed} rounds=100")
+        assert proc.returncode == 0, proc.stdout
+        assert parks > 0, seed
+
+
+@pytest.mark.parametrize("value, error", [
+    ("maybe", "Parameter 'x-tlb-park' does not accept value 'maybe'"),
+    ("on,tlb-flush=strict", "x-tlb-park needs tlb-flush=relaxed"),
+    ("off,tlb-flush=strict", "x-tlb-park needs tlb-flush=relaxed"),
+])
+def test_bad_park_values_are_errors(qemu, value, error):
+    proc = run_qemu(qemu, [*PAUSED, "-accel", f"tcg,x-tlb-park={value}"],
+                    timeout=60)
+    assert proc.returncode != 0
+    assert error in proc.stderr
+
+
+@pytest.mark.parametrize("accel, park", [
+    ("tcg", "auto"), ("tcg,x-tlb-park=on", "on"),
+    ("tcg,x-tlb-park=off", "off"),
+    ("tcg,x-tlb-park=on,thread=single", "off"),
+])
+def test_info_jit_reports_parking(qemu, guest, accel, park):
+    """Round-robin TCG runs every vCPU on one thread, which must not
+    sleep for another vCPU's barrier: there, nothing parks, and asking
+    for it says so."""
+    g = guest(qemu, "-S", "-smp", "2", "-accel", accel)
+    assert g.jit_info().values["TLB parks"] == \
+        f"0 (0 us in all; x-tlb-park={park})"
+    warned = "x-tlb-park=on has no effect without MTTCG " \
+        "(thread=single or icount)" in shut_down(g)
+    assert warned == accel.endswith("thread=single")
+
+
+def test_park_on_a_board_that_stays_strict_warns(qemu, guest):
+    g = guest(qemu, "-accel", "tcg,x-tlb-park=on", board=M_PROFILE)
+    assert g.jit_info().tlb_flush_mode == "strict"
+    assert "x-tlb-park=on has no effect: CPU type cortex-m3-arm-cpu " \
+        "needs tlb-flush=strict" in shut_down(g)
+
+
 # tests/tcg's tlb-random, per granule (tlbscale.VARIANTS).
 RANDOM_VARIANTS = ["random", "random-16k", "random-64k", "random-s2"]
 
@@ -437,7 +527,7 @@ def linux(qemu, smp, mode, init_args, timeout=300):
 
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed",
-                                  "relaxed,thread=single"])
+                                  "relaxed,thread=single", PARK_ON])
 def test_linux_stress(qemu, mode):
     """Threads remapping, mprotecting and forking with data checks; with
     round-robin TCG the other vCPUs are inactive and catch up on entry."""
