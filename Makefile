@@ -1,6 +1,6 @@
 # Entry points; each target runs one script of bin/ (see README.md).
 
-.PHONY: all deps assemble qemu baseline debug docs tsan guest image boot compare check functional bench export clean
+.PHONY: all deps assemble qemu baseline debug docs tsan guest image build-image boot compare check functional bench export clean
 
 all: compare
 
@@ -19,13 +19,16 @@ guest: deps
 image: deps
 	bin/guest-image
 
+build-image: deps guest
+	bin/guest-build-image
+
 boot: qemu
 	bin/boot-time
 
 compare: qemu guest
 	bin/compare
 
-check: qemu debug tsan guest image
+check: qemu debug tsan guest image build-image
 	bin/check
 
 functional: qemu

@@ -12,6 +12,11 @@ Workloads:
           with --verify, one worker per stressor and vCPU; the metric of a
           group is its stressors' bogo-ops per second summed (higher is
           better).  A stressor that fails its verification stops bench.
+  build   a real build job in build/build-image (make build-image): the
+          pinned Debian source of bin/guest-build-image, configured and
+          made with make -j (the guest's CPUs) in the guest's tmpfs; the
+          metrics are each phase's seconds by the guest's clock
+          (configure_s, make_s).  A phase that fails stops bench.
 
 Every round runs each (binary, configuration) pair once, in the same order,
 so that drift of the host hits all pairs alike (A B A B ...).  Before the
@@ -45,8 +50,8 @@ from typing import List
 from . import HarnessError, matrix, paths, report
 from .workloads import (BARRIER_COLUMNS, BUSY_LOADS, OP_COLUMNS,
                         STRESS_GROUPS, TLB_MODES, TLB_OPS, WORKLOADS,
-                        stress_append, stress_metric, tlb_append,
-                        tlb_configs, tlb_pairs, workload_args)
+                        build_metric, stress_append, stress_metric,
+                        tlb_append, tlb_configs, tlb_pairs, workload_args)
 
 
 def int_list(text: str) -> List[int]:
@@ -89,8 +94,8 @@ def argument_parser() -> argparse.ArgumentParser:
                         "NAME with its namesake, which the reference must "
                         "run)")
     parser.add_argument("--smp", type=int_list, metavar="N,...",
-                        help="-smp values of the tlb and stress workloads' "
-                        "configurations (default: 1,2,4)")
+                        help="-smp values of the tlb, stress and build "
+                        "workloads' configurations (default: 1,2,4)")
     parser.add_argument("--el2", action="store_true",
                         help="boot Linux at EL2 (-M virtualization=on): "
                         "Debian's kernel then runs with VHE")
@@ -161,9 +166,10 @@ def bench(args: argparse.Namespace) -> None:
         workload = {**workload, "results": tuple(ops),
                     "append": tlb_append(ops)}
     if args.smp:
-        if args.workload not in ("tlb", "stress") or args.config:
-            raise HarnessError("--smp sets the tlb and stress workloads' "
-                               "configurations; it takes no --config")
+        if args.workload not in ("tlb", "stress", "build") or args.config:
+            raise HarnessError("--smp sets the tlb, stress and build "
+                               "workloads' configurations; it takes no "
+                               "--config")
         if min(args.smp) < 1 or len(set(args.smp)) < len(args.smp):
             raise HarnessError("--smp values must be distinct and at least 1")
         modes = workload.get("modes", TLB_MODES)
@@ -206,6 +212,7 @@ def bench(args: argparse.Namespace) -> None:
                             for op in workload.get("results", ())
                             for column in OP_COLUMNS] \
         + [stress_metric(g) for g in workload.get("stress", ())] \
+        + [build_metric(p) for p in workload.get("build", ())] \
         + (BARRIER_COLUMNS if args.barrier_waits else [])
     matrix.write_results(out, matrix.results(
         setup, ref_pairs, metrics, runs,

@@ -98,6 +98,7 @@ JIT_COUNTERS = {
     "tlb_parks": ("TLB parks", r"^(\d+)"),
     "tlb_parked_us": ("TLB parks", r"^\d+ \((\d+) us"),
     "regions": ("code regions", r"^(\d+) x"),
+    "regions_in_use": ("code regions", r", (\d+) in use,"),
     "region_kib": ("code regions", r"^\d+ x (\d+) KiB"),
 }
 
@@ -146,8 +147,8 @@ class Jit:
 
     @property
     def regions(self) -> Optional[Regions]:
-        m = self._match("code regions",
-                        r"^(\d+) x (\d+) KiB, guard pages (on|off)$")
+        m = self._match("code regions", r"^(\d+) x (\d+) KiB, "
+                        r"\d+ in use, guard pages (on|off)$")
         return Regions(int(m.group(1)), int(m.group(2)),
                        m.group(3) == "on") if m else None
 

@@ -21,7 +21,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from . import HarnessError, paths
 from .machine import VIRT
-from .workloads import BusyHost, probe, run_once
+from .workloads import BusyHost, build_metric, probe, run_once
 
 # (name, value) pairs of the command line: binaries, configurations.
 Named = List[Tuple[str, str]]
@@ -101,9 +101,11 @@ def run_rounds(jobs: List[Job], rounds: int, guest_args: Sequence[str],
                              "config": job.config, **row})
                 eta = (time.monotonic() - began) / len(rows) * \
                     (total - len(rows))
+                phases = "".join(f"  {p} {row[build_metric(p)]:.2f} s"
+                                 for p in workload.get("build", ()))
                 print(f"[{len(rows)}/{total}] round {rnd} {job.binary:10} "
-                      f"{job.config:22} wall {row['wall_s']:7.2f} s  "
-                      f"ETA {eta / 60:5.1f} min", flush=True)
+                      f"{job.config:22} wall {row['wall_s']:7.2f} s"
+                      f"{phases}  ETA {eta / 60:5.1f} min", flush=True)
     return rows
 
 

@@ -16,6 +16,7 @@ BUILD = REPO / "build"
 SRC = BUILD / "src"
 GUEST = BUILD / "guest"         # bin/guest-kernel: Debian's kernel, initramfs
 IMAGE = BUILD / "image"         # bin/guest-image: the Debian arm64 image
+BUILD_IMAGE = BUILD / "build-image"   # bin/guest-build-image: a toolchain
 PATCHED = BUILD / "qemu" / "qemu-system-aarch64"
 BASELINE = BUILD / "baseline" / "qemu-system-aarch64"
 DEBUG = BUILD / "debug" / "qemu-system-aarch64"

@@ -32,6 +32,7 @@ DETAILS = {
     "sys_s": "sys CPU (s)",
     "code_mib": "code (MiB)",
     "tb_flushes": "TB flushes",
+    "regions_in_use": "regions in use",
     "tlb_full_flushes": "TLB full flushes",
     "tlb_partial_flushes": "TLB partial flushes",
     "tlb_relaxed_flushes": "relaxed broadcasts",

@@ -1,7 +1,7 @@
 """What a bin/bench or bin/compare run boots, and what it reads from one:
-the workloads (Debian image, initramfs, tlb-bench, stress-ng), one run to
-power-off and its columns, the console's boot phases, stress-ng's and
-tlb-bench's results, the barrier waits QEMU traced, and BusyHost, other
+the workloads (Debian image, initramfs, tlb-bench, stress-ng, a build),
+one run to power-off and its columns, the console's boot phases,
+stress-ng's, tlb-bench's and the build's results, the barrier waits QEMU traced, and BusyHost, other
 processes keeping host CPUs busy meanwhile."""
 
 import json
@@ -67,6 +67,17 @@ def stress_append(groups: Sequence[str], seconds: int) -> str:
             + f" stress.seconds={seconds}")
 
 
+# The build workload: the phases of downstream/guest/build-init, each
+# timed by the guest's clock, and the -smp values it runs unless --smp
+# names others.
+BUILD_PHASES = ("configure", "make")
+BUILD_SMP = (1, 2, 4)
+
+
+def build_metric(phase: str) -> str:
+    return f"{phase}_s"
+
+
 def tlb_configs(smps: Sequence[int], modes=TLB_MODES) -> List[str]:
     """"smpN" is each binary's default: upstream's strict maintenance on
     the baseline, relaxed (our default for Arm) on ours.  The modes are
@@ -128,6 +139,17 @@ WORKLOADS = {
         "pairs": tlb_pairs(TLB_SMP, ("strict",)),
         "modes": ("strict",),
         "stress": STRESS_GROUPS,
+    },
+    "build": {
+        "folder": paths.BUILD_IMAGE, "make": "make build-image",
+        "files": {"-kernel": "vmlinuz", "-initrd": "build-initrd.cpio"},
+        "append": "console=ttyAMA0 panic=-1 quiet rdinit=/sbin/build-init",
+        "memory": "2G",
+        "done": r"^build done\r?$",
+        "configs": tlb_configs(BUILD_SMP, ("strict",)),
+        "pairs": tlb_pairs(BUILD_SMP, ("strict",)),
+        "modes": ("strict",),
+        "build": BUILD_PHASES,
     },
 }
 
@@ -318,7 +340,30 @@ def run_once(binary, args: Sequence, workload: dict, timeout: float,
     row.update(tlb_bench_columns(console, workload.get("results", ())))
     for group in workload.get("stress", ()):
         row[stress_metric(group)] = stress_ops(console, group, binary, args)
+    row.update(build_columns(console, workload.get("build", ()),
+                             binary, args))
     return row
+
+
+def build_columns(console: str, phases: Sequence[str], binary,
+                  args: Sequence) -> Dict[str, float]:
+    """The seconds each of the build's @phases took by the guest's clock,
+    from one boot's console; a HarnessError if one failed."""
+    columns = {}
+    for phase in phases:
+        m = re.search(rf"^BUILD {re.escape(phase)} ([\d.]+) exit (\d+)\r?$",
+                      console, re.M)
+        if not m:
+            raise HarnessError(f"the guest ran no build phase {phase}; "
+                               "rebuild its image with make build-image:\n"
+                               f"{console[-3000:]}")
+        if m.group(2) != "0":
+            raise HarnessError(
+                f"the build's {phase} phase failed (exit {m.group(2)}):\n"
+                f"{shlex.join([str(binary), *map(str, args)])}\n"
+                f"{console[-3000:]}")
+        columns[build_metric(phase)] = float(m.group(1))
+    return columns
 
 
 def tlb_bench_columns(console: str, ops: Sequence[str]) -> Dict[str, int]:

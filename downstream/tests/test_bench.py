@@ -246,7 +246,10 @@ def test_report_refuses_a_folder_without_results(tmp_path):
     (["--workload", "boot", "--binary", "a=/bin/true", "--config",
       "x@nope=-smp 1"], "names unknown binary nope"),
     (["--binary", "a=/bin/true", "--pair", "x"], "is not NAME=VALUE"),
-    (["--workload", "boot", "--smp", "1,2"], "--smp sets the tlb and stress"),
+    (["--workload", "boot", "--smp", "1,2"],
+     "--smp sets the tlb, stress and build"),
+    (["--workload", "build", "--binary", "a=/bin/true", "--guest",
+      "/nonexistent"], "run make build-image"),
     (["--stress-seconds", "0"], "--stress-seconds must be at least 1"),
     (["--busy", "-1"], "--busy must be at least 0"),
     (["--stress-groups", "mprotect:fork vm"], "is not stressor+stressor"),
@@ -362,6 +365,51 @@ def test_a_failed_or_missing_stress_group_stops_the_bench(console, message):
     assert message in str(e.value)
 
 
+BUILD_CONSOLE = """[    2.1] Run /sbin/build-init as init process
+BUILD configure 31.10 exit 0
+BUILD make {make}
+make: *** [Makefile:123: all] Error 2
+build done"""
+
+
+def test_a_build_phase_is_timed_by_the_guest():
+    console = BUILD_CONSOLE.format(make="27.41 exit 0")
+    assert workloads.build_columns(console, ("configure", "make"), "q",
+                                   []) == {"configure_s": 31.1,
+                                           "make_s": 27.41}
+
+
+@pytest.mark.parametrize("console, message", [
+    (BUILD_CONSOLE.format(make="3.02 exit 2"),
+     "the build's make phase failed (exit 2)"),
+    ("build done", "the guest ran no build phase configure"),
+])
+def test_a_failed_or_missing_build_phase_stops_the_bench(console, message):
+    with pytest.raises(HarnessError) as e:
+        workloads.build_columns(console, ("configure", "make"), "q", [])
+    assert message in str(e.value)
+
+
+def test_the_build_workload_builds_dash_in_the_guest(qemu, tmp_path):
+    """Two runs of the build workload at -smp 2: each configures and
+    makes dash in the guest, and records each phase's time by the guest's
+    clock and what info jit says afterwards (make build-image first)."""
+    out = tmp_path / "out"
+    proc = run([BENCH, "--workload", "build", "-n", "2",
+                "--binary", f"q={qemu}", "--config", "smp2=-smp 2",
+                "--layout-smp", "2", "--layout-tb-size", "64",
+                "--out", out], timeout=1200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"\] round 1 q +smp2 +wall +[\d.]+ s  configure "
+                     r"[\d.]+ s  make [\d.]+ s", proc.stdout), proc.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert results["metrics"] == ["wall_s", "configure_s", "make_s"]
+    for r in results["runs"]:
+        assert 0 < r["configure_s"] + r["make_s"] < r["wall_s"], r
+        assert r["regions_in_use"] >= 2 and r["tb_count"] > 0, r
+    assert "| smp2 | q | " in (out / "summary.md").read_text()
+
+
 def test_report_compares_the_default_with_strict_on_one_binary(tmp_path):
     results = tlb_results()
     for rnd in (1, 2):
@@ -469,7 +517,7 @@ one-insn-per-tb: off
 Translation buffer state:
 gen code size       1234/1073725440
 code buffer         0x7f4ba3e00000-0x7f4be3e00000
-code regions        16 x 65536 KiB, guard pages off
+code regions        16 x 65536 KiB, 3 in use, guard pages off
 code huge pages     2048 KiB, 2048/2048 KiB resident
 TB count            7
 cross page TB count 0 (0%)
@@ -505,7 +553,8 @@ def test_info_jit_is_read_in_one_place():
         "tlb_alone": 9, "tlb_filtered_out": 30, "tlb_probed": 21,
         "tlb_probe_skipped": 17, "tlb_catch_ups": 6, "tlb_kicks": 4,
         "tlb_barrier_waits": 5, "tlb_barrier_wait_us": 12, "tlb_parks": 3,
-        "tlb_parked_us": 41, "regions": 16, "region_kib": 65536}
+        "tlb_parked_us": 41, "regions": 16, "regions_in_use": 3,
+        "region_kib": 65536}
     # An upstream build has none of our lines.
     upstream = Jit.parse("gen code size       0/1073736704\nTB count            0\n")
     assert upstream.counters() == {"code_bytes": 0,
@@ -608,3 +657,32 @@ def test_layouts_refuse_results_they_cannot_compare(tmp_path, rows, metric,
                 tmp_path / "a"])
     assert proc.returncode == 1
     assert message in proc.stderr
+
+
+PERF_SCRIPT = "".join(f"{ip:>16x} {sym} ({dso})\n" for ip, sym, dso, n in [
+    (0x7f3e5c0012a4, "[unknown]", "perf-31736.map", 30),
+    (0x7f3e5c0099f0, "[unknown]", "perf-31736.map", 10),
+    (0x55d0c0a1b2c3, "tcg_optimize", "/usr/bin/qemu-system-aarch64", 20),
+    (0x55d0c0a1b2c7, "tb_htable_lookup", "/usr/bin/qemu-system-aarch64", 10),
+    (0xffffffff81636395, "clear_page_erms", "[kernel.kallsyms]", 8),
+    (0x55d0c0a1b2d0, "helper_le_ldq_mmu", "/usr/bin/qemu-system-aarch64", 7),
+    (0x55d0c0a1b2e0, "cpu_exec_loop", "/usr/bin/qemu-system-aarch64", 5),
+    (0x7f0000001000, "__memset_avx2_unaligned_erms", "/lib/libc.so.6", 4),
+    (0x55d0c0a1b2f0, "pauth_computepac", "/usr/bin/qemu-system-aarch64", 3),
+    (0x55d0c0a1b300, "qemu_mutex_lock_impl", "/usr/bin/qemu-system-aarch64", 3),
+] for _ in range(n))
+
+
+def test_host_profile_sorts_samples_by_what_qemu_did():
+    """Samples in translated code count together, whatever their
+    address; the rest by symbol."""
+    from harness import hostprofile
+    rows = hostprofile.read_samples(PERF_SCRIPT)
+    assert rows[0] == (40.0, "perf-31736.map", "[unknown]")
+    assert (8.0, "[kernel]", "clear_page_erms") in rows
+    assert hostprofile.shares(rows) == {
+        "translated code": 40.0, "code generation": 20.0,
+        "TB lookup and chaining": 10.0, "host kernel": 8.0,
+        "softmmu TLB and memory": 7.0, "execution loop": 5.0,
+        "other": 4.0, "pointer authentication": 3.0,
+        "locks and waiting": 3.0}

@@ -29,6 +29,17 @@ def test_smp4_tb64_layout(qemu, guest):
         assert start % (2 << 20) == 0
 
 
+@pytest.mark.parametrize("smp", [1, 4])
+def test_regions_in_use_are_one_per_vcpu_before_any_fills(qemu, guest, smp):
+    """Every vCPU thread takes a region when it starts and the spin
+    kernel fills none: "in use" is -smp (the build benchmark reads it
+    after a job to see how far the buffer filled)."""
+    g = guest(qemu, "-smp", str(smp), "-accel", "tcg,tb-size=64")
+    time.sleep(0.5)
+    jit = g.jit_info()
+    assert jit.counters().get("regions_in_use") == smp, jit.text
+
+
 def test_release_build_has_no_guard_pages(qemu, guest):
     g = guest(qemu, "-smp", "4", "-accel", "tcg,tb-size=64")
     start, end = buffer_range(g.jit_info())

@@ -127,6 +127,12 @@ def test_guest_image_rejects_unknown_arguments():
     assert "Usage: bin/guest-image" in proc.stderr
 
 
+def test_guest_build_image_rejects_unknown_arguments():
+    proc = run([REPO / "bin" / "guest-build-image", "--size", "1G"])
+    assert proc.returncode == 2
+    assert "Usage: bin/guest-build-image" in proc.stderr
+
+
 SCRIPTS = sorted(p.name for p in (REPO / "bin").iterdir()
                  if p.name != "common.sh")
 
@@ -299,6 +305,17 @@ def test_device_tlb_plan_heap_needs_the_shim(tmp_path):
                 tmp_path / "pack", tmp_path / "out"])
     assert proc.returncode == 2
     assert f"step heap needs {tmp_path}/pack/libheapshift.so" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_device_tlb_plan_build_needs_the_build_guest(tmp_path):
+    (tmp_path / "pack").mkdir()
+    proc = run([REPO / "bin" / "device-tlb-plan", "--steps", "build",
+                tmp_path / "pack", tmp_path / "out"])
+    assert proc.returncode == 2
+    assert f"step build needs {tmp_path}/pack/build-initrd.cpio.xz" \
+        in proc.stderr
+    assert "bin/guest-build-image --slim" in proc.stderr
     assert not (tmp_path / "out").exists()
 
 
