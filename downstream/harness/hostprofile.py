@@ -3,8 +3,8 @@ workload (by default the build): run it once under perf record -e
 cpu-clock (hardware counters are not needed), then sort the samples of
 QEMU's process into what QEMU was doing: running translated code,
 generating code, looking TBs up, the softmmu TLB and guest memory
-access, Arm's pointer authentication, other helpers, invalidating TBs, its execution loop, locks and
-waiting, the host kernel.  Writes profile.txt (the shares, the top
+access, Arm's pointer authentication, other helpers, invalidating TBs,
+its execution loop, locks and waiting, the host kernel.  Writes profile.txt (the shares, the top
 symbols, the run's phases and info jit) and perf.data to --out."""
 
 import argparse
@@ -37,7 +37,7 @@ CATEGORIES: List[Tuple[str, str]] = [
     ("TB lookup and chaining", r"\s(tb_lookup|tb_htable|qht_|tb_cmp|"
      r"helper_lookup_tb_ptr|cpu_get_tb_cpu_state|arm_get_tb_cpu_state|"
      r"tb_add_jump|tb_jmp_|tb_link_page|tb_set_jmp|cpu_tb_exec|"
-     r"tb_page_addr|tb_htable_lookup|jump_cache)"),
+     r"tb_page_addr|jump_cache)"),
     ("TB invalidation", r"\s(tb_invalidate|tb_phys_invalidate|"
      r"do_tb_phys_invalidate|page_collection|tb_remove|tb_page_remove|"
      r"tb_jmp_unlink|tb_flush|do_tb_flush|tcg_region_reset)"),
@@ -45,15 +45,14 @@ CATEGORIES: List[Tuple[str, str]] = [
      r"do_st|mmu_lookup|victim_tlb|get_page_addr_code|address_space_|"
      r"flatview_|memory_region_|io_|arm_cpu_tlb_fill|get_phys_addr|"
      r"arm_ld|arm_casq|helper_(ld|st|le_|be_|ret_)|cpu_ld|cpu_st|"
-     r"notdirty|pagetable_|regime_|ptw_|S1_|S2_|arm_mmu|"
-     r"do_ats_write|float_|atomic_)"),
+     r"notdirty|pagetable_|regime_|ptw_|S1_|S2_|arm_mmu|do_ats_write)"),
     ("pointer authentication", r"\s(pauth_|helper_pac|helper_aut|"
      r"helper_xpac)"),
     ("other helpers", r"\shelper_"),
     ("execution loop", r"\s(cpu_exec|cpu_handle_|cpu_loop_exit|"
      r"__sigsetjmp|siglongjmp|__longjmp|_longjmp|longjmp|"
      r"arm_cpu_exec_interrupt|arm_cpu_has_work|cpu_exit|qemu_cpu_kick|"
-     r"mttcg_cpu_thread_fn|rr_cpu_thread_fn|tlb_relaxed_)"),
+     r"mttcg_cpu_thread_fn|rr_cpu_thread_fn)"),
     ("locks and waiting", r"\s(qemu_mutex|qemu_cond|qemu_event|futex|"
      r"pthread_|bql_|qemu_sem|__lll_|__GI___lll|"
      r"start_exclusive|end_exclusive|cpu_exec_start|cpu_exec_end|"
