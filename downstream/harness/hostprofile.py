@@ -20,8 +20,8 @@ from collections import Counter
 from typing import Dict, Iterable, List, Tuple
 
 from . import HarnessError, paths
-from .machine import VIRT, Guest
-from .workloads import WORKLOADS, build_columns, workload_args
+from .machine import VIRT
+from .workloads import WORKLOADS, build_columns, start, workload_args
 
 # What a sample was doing, by its shared object and symbol: the first
 # category whose pattern matches "DSO SYMBOL" wins.  Translated code has
@@ -103,21 +103,20 @@ def profile(binary, qemu_args: List[str], workload: dict,
     if not perf:
         raise HarnessError("no perf; install linux-perf")
     data = out / "perf.data"
-    args = [*VIRT, *qemu_args, "-no-shutdown",
+    args = [*qemu_args, "-no-shutdown",
             *workload_args(workload, workload["folder"])]
     with tempfile.TemporaryDirectory() as tmp:
-        guest = Guest(binary, args, log_dir=tmp,
+        guest = start(binary, args, pathlib.Path(tmp),
                       wrapper=[perf, "record", "-q", "-e", "cpu-clock",
                                "-F", str(frequency), "-o", str(data), "--"])
-        guest.add_monitor_null()
-        guest.launch()
         try:
             wall, reason = guest.wait_shutdown(timeout)
             jit = guest.jit_info().text if wall is not None else ""
         finally:
             guest.shutdown()
     console = guest.console()
-    if wall is None or not re.search(workload["done"], console, re.M):
+    if wall is None or not re.search(workload.get("done", r"^booted\r?$"),
+                                     console, re.M):
         raise HarnessError(f"the run did not finish ({reason}):\n"
                            f"{console[-2000:]}")
     phases = build_columns(console, workload.get("build", ()), binary, args)
@@ -127,10 +126,10 @@ def profile(binary, qemu_args: List[str], workload: dict,
     if script.returncode:
         raise HarnessError(f"perf script failed:\n{script.stderr}")
     rows = read_samples(script.stdout)
-    command = shlex.join(map(str, [binary, *args]))
+    command = shlex.join(map(str, [binary, *VIRT, *args]))
     lines = [f"command: {paths.repo_relative_command(command)}",
-             f"wall {wall:.1f} s; " + ", ".join(
-                 f"{k} {v:.1f} s" for k, v in phases.items()),
+             "; ".join([f"wall {wall:.1f} s",
+                        *(f"{k} {v:.1f} s" for k, v in phases.items())]),
              "", "host time by what QEMU was doing (% of cpu-clock samples):"]
     lines += [f"  {pct:5.1f}%  {name}" for name, pct in shares(rows).items()]
     lines += ["", "top symbols:"]

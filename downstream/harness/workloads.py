@@ -1,8 +1,8 @@
 """What a bin/bench or bin/compare run boots, and what it reads from one:
 the workloads (Debian image, initramfs, tlb-bench, stress-ng, a build),
 one run to power-off and its columns, the console's boot phases,
-stress-ng's, tlb-bench's and the build's results, the barrier waits QEMU traced, and BusyHost, other
-processes keeping host CPUs busy meanwhile."""
+stress-ng's, tlb-bench's and the build's results, the barrier waits QEMU
+traced, and BusyHost, other processes keeping host CPUs busy meanwhile."""
 
 import json
 import os
@@ -68,10 +68,8 @@ def stress_append(groups: Sequence[str], seconds: int) -> str:
 
 
 # The build workload: the phases of downstream/guest/build-init, each
-# timed by the guest's clock, and the -smp values it runs unless --smp
-# names others.
+# timed by the guest's clock.
 BUILD_PHASES = ("configure", "make")
-BUILD_SMP = (1, 2, 4)
 
 
 def build_metric(phase: str) -> str:
@@ -91,6 +89,15 @@ def tlb_configs(smps: Sequence[int], modes=TLB_MODES) -> List[str]:
 
 def tlb_pairs(smps: Sequence[int], modes=TLB_MODES) -> List[str]:
     return [f"smp{n}-{mode}=smp{n}" for n in smps for mode in modes]
+
+
+# The stress and build workloads' matrix: our smpN is the default,
+# relaxed, so only strict is named.
+STRICT_MATRIX = {
+    "configs": tlb_configs(TLB_SMP, ("strict",)),
+    "pairs": tlb_pairs(TLB_SMP, ("strict",)),
+    "modes": ("strict",),
+}
 
 
 WORKLOADS = {
@@ -134,10 +141,7 @@ WORKLOADS = {
         "append": stress_append(STRESS_GROUPS, 10),
         "memory": "2G",
         "done": r"^stress done\r?$",
-        # Our smpN is the default, relaxed: only strict is named.
-        "configs": tlb_configs(TLB_SMP, ("strict",)),
-        "pairs": tlb_pairs(TLB_SMP, ("strict",)),
-        "modes": ("strict",),
+        **STRICT_MATRIX,
         "stress": STRESS_GROUPS,
     },
     "build": {
@@ -146,9 +150,7 @@ WORKLOADS = {
         "append": "console=ttyAMA0 panic=-1 quiet rdinit=/sbin/build-init",
         "memory": "2G",
         "done": r"^build done\r?$",
-        "configs": tlb_configs(BUILD_SMP, ("strict",)),
-        "pairs": tlb_pairs(BUILD_SMP, ("strict",)),
-        "modes": ("strict",),
+        **STRICT_MATRIX,
         "build": BUILD_PHASES,
     },
 }
@@ -260,10 +262,12 @@ def op_counters(binary, smp: int, accel: str, op: str,
     return counts
 
 
-def start(binary, args: Sequence, workdir: pathlib.Path) -> Guest:
+def start(binary, args: Sequence, workdir: pathlib.Path,
+          wrapper: Sequence[str] = ()) -> Guest:
     """Launch @binary on VIRT plus @args, or raise HarnessError with
-    QEMU's complaint."""
-    guest = Guest(binary, [*VIRT, *args], log_dir=str(workdir))
+    QEMU's complaint; @wrapper is a command that runs QEMU."""
+    guest = Guest(binary, [*VIRT, *args], log_dir=str(workdir),
+                  wrapper=wrapper)
     guest.add_monitor_null()
     guest.launch()
     return guest
