@@ -18,7 +18,8 @@ Workloads:
           metrics are each phase's seconds by the guest's clock
           (configure_s, make_s).  A phase that fails stops bench.
 
-Every round runs each (binary, configuration) pair once, in the same order,
+Every round runs each (binary, configuration) pair once, in the same order
+(or, with --shuffle, in an order drawn afresh each round),
 so that drift of the host hits all pairs alike (A B A B ...).  Before the
 first round every pair is started paused once: a configuration that no
 binary accepts is an error, one that only some binaries accept (for
@@ -130,6 +131,12 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=pathlib.Path,
                         help="folder for the results (default: "
                         "build/bench/TIMESTAMP)")
+    parser.add_argument("--shuffle", action="store_true",
+                        help="run each round's pairs in an order drawn "
+                        "afresh (seeded by the round's number), not the "
+                        "same order every round: for host loads with a "
+                        "period near a round's length, such as a compile "
+                        "that is restarted")
     parser.add_argument("--barrier-waits", action="store_true",
                         help="trace every DSB that waits for other vCPUs "
                         "(QEMU's tlb_relaxed_barrier event) and report "
@@ -203,7 +210,7 @@ def bench(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     runs = matrix.run_rounds(jobs, args.runs, guest_args, workload,
                              args.timeout, args.barrier_waits, args.busy,
-                             args.busy_load)
+                             args.busy_load, args.shuffle)
     print("bench: probing the region layout grid", flush=True)
     setup = matrix.Setup(["bin/bench", *sys.argv[1:]], args.workload, guest,
                          guest_args, binaries, configs, args.busy,

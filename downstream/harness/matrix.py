@@ -1,6 +1,7 @@
 """bin/bench's matrix: each binary under each configuration, round by
 round in the same order (A B A B ...), so that drift of the host hits all
-pairs alike; then results.json and results.csv.
+pairs alike, or in an order drawn afresh each round (--shuffle); then
+results.json and results.csv.
 
 Paths and command lines in results.json are relative to the repository
 (paths.repo_relative, paths.repo_relative_command): the results are committed, and must not name the
@@ -13,6 +14,7 @@ import json
 import os
 import pathlib
 import platform
+import random
 import shlex
 import subprocess
 import sys
@@ -86,19 +88,29 @@ def reference_pairs(given: Named, configs: Sequence[str],
 
 def run_rounds(jobs: List[Job], rounds: int, guest_args: Sequence[str],
                workload: dict, timeout: float, barrier_waits: bool,
-               busy: int, busy_load: str = "hogs") -> List[dict]:
+               busy: int, busy_load: str = "hogs",
+               shuffle: bool = False) -> List[dict]:
     """Every job once per round, with a progress line per run; the rows
-    of results.json's "runs"."""
+    of results.json's "runs".  With @shuffle, each round runs the jobs in
+    an order drawn from a generator seeded with the round's number, and
+    each row says its place in the round ("position", from 1): a load
+    whose period is near a round's length would otherwise meet every
+    configuration at the same phase of its period in every round."""
     rows: List[dict] = []
     total = rounds * len(jobs)
     began = time.monotonic()
     with BusyHost(busy, busy_load):
         for rnd in range(1, rounds + 1):
-            for job in jobs:
+            order = list(jobs)
+            if shuffle:
+                random.Random(rnd).shuffle(order)
+            for position, job in enumerate(order, 1):
                 row = run_once(job.path, [*job.args, *guest_args], workload,
                                timeout, barrier_waits)
                 rows.append({"round": rnd, "binary": job.binary,
-                             "config": job.config, **row})
+                             "config": job.config,
+                             **({"position": position} if shuffle else {}),
+                             **row})
                 eta = (time.monotonic() - began) / len(rows) * \
                     (total - len(rows))
                 phases = "".join(f"  {p} {row[build_metric(p)]:.2f} s"

@@ -686,3 +686,29 @@ def test_host_profile_sorts_samples_by_what_qemu_did():
         "softmmu TLB and memory": 7.0, "execution loop": 5.0,
         "other": 4.0, "pointer authentication": 3.0,
         "locks and waiting": 3.0}
+
+
+def fake_runs(monkeypatch, shuffle):
+    """run_rounds() over three jobs, 4 rounds, with run_once() recording
+    the order instead of starting QEMU."""
+    monkeypatch.setattr(matrix, "run_once",
+                        lambda path, args, *rest: {"wall_s": 1.0})
+    jobs = [matrix.Job("qemu", "q", name, []) for name in "abc"]
+    return matrix.run_rounds(jobs, 4, [], {}, 10.0, False, 0,
+                             shuffle=shuffle)
+
+
+def test_rounds_run_in_the_same_order_unless_shuffled(monkeypatch):
+    rows = fake_runs(monkeypatch, shuffle=False)
+    assert [r["config"] for r in rows] == list("abc") * 4
+    assert "position" not in rows[0]
+
+
+def test_shuffled_rounds_run_every_job_once_in_a_seeded_order(monkeypatch):
+    rows = fake_runs(monkeypatch, shuffle=True)
+    orders = ["".join(r["config"] for r in rows if r["round"] == rnd)
+              for rnd in range(1, 5)]
+    assert all(sorted(order) == list("abc") for order in orders)
+    assert len(set(orders)) > 1, orders
+    assert [r["position"] for r in rows] == [1, 2, 3] * 4
+    assert fake_runs(monkeypatch, shuffle=True) == rows

@@ -310,7 +310,8 @@ def test_broadcast_check_with_an_aarch32_barrier(qemu, tmp_path, mode,
     assert proc.returncode == 0, proc.stdout
 
 
-# Every broadcast's targets park at their next TB boundary for 1 ms:
+# Every broadcast's targets park at their next TB boundary for
+# x-tlb-park-us (200 us by default):
 # what the default does while waits for vCPUs that the host preempted
 # take half of the issuer's time (tcg-tlb-relaxed.rst, "Parking").
 PARK_ON = "relaxed,x-tlb-park=on"
@@ -387,10 +388,52 @@ def test_info_jit_reports_parking(qemu, guest, accel, park):
     for it says so."""
     g = guest(qemu, "-S", "-smp", "2", "-accel", accel)
     assert g.jit_info().values["TLB parks"] == \
-        f"0 (0 us in all; x-tlb-park={park})"
+        f"0 (0 us in all; x-tlb-park={park}, 200 us)"
     warned = "x-tlb-park=on has no effect without MTTCG " \
         "(thread=single or icount)" in shut_down(g)
     assert warned == accel.endswith("thread=single")
+
+
+@pytest.mark.parametrize("value, error", [
+    ("0", "x-tlb-park-us must be between 1 and 10000"),
+    ("10001", "x-tlb-park-us must be between 1 and 10000"),
+    ("-5", "Parameter 'x-tlb-park-us' expects uint32_t"),
+    ("soon", "Parameter 'x-tlb-park-us' expects"),
+    ("500,tlb-flush=strict", "x-tlb-park-us needs tlb-flush=relaxed"),
+])
+def test_bad_park_lengths_are_errors(qemu, value, error):
+    proc = run_qemu(qemu, [*PAUSED, "-accel", f"tcg,x-tlb-park-us={value}"],
+                    timeout=60)
+    assert proc.returncode != 0
+    assert error in proc.stderr
+
+
+@pytest.mark.parametrize("accel, warns", [
+    ("tcg,x-tlb-park-us=50", False),
+    ("tcg,x-tlb-park-us=50,x-tlb-park=off", True),
+    ("tcg,x-tlb-park-us=50,thread=single", True),
+])
+def test_park_length_without_parking_warns(qemu, guest, accel, warns):
+    g = guest(qemu, "-S", "-smp", "2", "-accel", accel)
+    assert g.jit_info().values["TLB parks"].endswith(", 50 us)")
+    warned = "x-tlb-park-us has no effect without parking" in shut_down(g)
+    assert warned == warns
+
+
+def test_parks_last_the_length_asked_for(qemu, guest, tmp_path):
+    """info jit reports x-tlb-park-us, and every park traced while
+    tlb-broadcast runs with x-tlb-park-us=3000 lasted at least 3 ms
+    (the default's 200 us parks would not)."""
+    g = guest(qemu, "-S", "-accel", "tcg,x-tlb-park-us=3000")
+    assert g.jit_info().values["TLB parks"].endswith("auto, 3000 us)")
+    shut_down(g)
+    proc, parks = run_parking(qemu, tmp_path, "", broadcast_test(tmp_path),
+                              PARK_ON + ",x-tlb-park-us=3000")
+    assert proc.returncode == 0, proc.stdout
+    parked_ns = [int(ns) for ns in re.findall(
+        r"tlb_relaxed_park .* (\d+) ns", (tmp_path / "park.log").read_text())]
+    assert len(parked_ns) == parks > 10, parked_ns
+    assert min(parked_ns) >= 3_000_000, min(parked_ns)
 
 
 def test_park_on_a_board_that_stays_strict_warns(qemu, guest):
