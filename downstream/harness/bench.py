@@ -133,7 +133,7 @@ def argument_parser() -> argparse.ArgumentParser:
                         "build/bench/TIMESTAMP)")
     parser.add_argument("--shuffle", action="store_true",
                         help="run each round's pairs in an order drawn "
-                        "afresh (seeded by the round's number), not the "
+                        "afresh (one generator, seeded once), not the "
                         "same order every round: for host loads with a "
                         "period near a round's length, such as a compile "
                         "that is restarted")

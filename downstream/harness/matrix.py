@@ -92,18 +92,19 @@ def run_rounds(jobs: List[Job], rounds: int, guest_args: Sequence[str],
                shuffle: bool = False) -> List[dict]:
     """Every job once per round, with a progress line per run; the rows
     of results.json's "runs".  With @shuffle, each round runs the jobs in
-    an order drawn from a generator seeded with the round's number, and
+    an order drawn from one generator seeded once, with 0, and
     each row says its place in the round ("position", from 1): a load
     whose period is near a round's length would otherwise meet every
     configuration at the same phase of its period in every round."""
     rows: List[dict] = []
     total = rounds * len(jobs)
     began = time.monotonic()
+    orders = random.Random(0)
     with BusyHost(busy, busy_load):
         for rnd in range(1, rounds + 1):
             order = list(jobs)
             if shuffle:
-                random.Random(rnd).shuffle(order)
+                orders.shuffle(order)
             for position, job in enumerate(order, 1):
                 row = run_once(job.path, [*job.args, *guest_args], workload,
                                timeout, barrier_waits)

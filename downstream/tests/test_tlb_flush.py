@@ -412,13 +412,9 @@ def test_park_length_without_parking_warns(qemu, guest, accel, warns):
     assert warned == warns
 
 
-def test_parks_last_the_length_asked_for(qemu, guest, tmp_path):
-    """info jit reports x-tlb-park-us, and every park traced while
-    tlb-broadcast runs with x-tlb-park-us=3000 lasted at least 3 ms
-    (the default's 200 us parks would not)."""
-    g = guest(qemu, "-S", "-accel", "tcg,x-tlb-park-us=3000")
-    assert g.jit_info().values["TLB parks"].endswith("auto, 3000 us)")
-    shut_down(g)
+def test_parks_last_the_length_asked_for(qemu, tmp_path):
+    """Every park traced while tlb-broadcast runs with x-tlb-park-us=3000
+    lasted at least 3 ms (the default's 200 us parks would not)."""
     proc, parks = run_parking(qemu, tmp_path, "", broadcast_test(tmp_path),
                               PARK_ON + ",x-tlb-park-us=3000")
     assert proc.returncode == 0, proc.stdout
