@@ -107,6 +107,30 @@ def test_build_fixes_lead_the_series():
     assert marked == sorted(marked, reverse=True)
 
 
+# The patch that turns relaxed maintenance on by default: a reviewer, and
+# git bisect, meet every mechanism of the series before it.
+DEFAULT_FLIP = "+    s->tlb_flush = TCG_TLB_FLUSH_AUTO;"
+
+
+def default_flips(patch_texts):
+    """Indexes of the patches in @patch_texts that make auto the default."""
+    return [i for i, text in enumerate(patch_texts)
+            if DEFAULT_FLIP in text.splitlines()]
+
+
+def test_the_default_flip_is_the_last_patch():
+    texts = [p.read_text() for p in PATCHES]
+    assert default_flips(texts) == [len(texts) - 1]
+
+
+def test_the_flip_check_sees_a_patch_after_the_default():
+    """Negative control: the order of 2026-11-29, where the three
+    tlb-broadcast tests and parking came after the flip."""
+    texts = [p.read_text() for p in PATCHES]
+    texts.insert(-4, texts.pop())
+    assert default_flips(texts) == [len(texts) - 5]
+
+
 def test_cover_letter_lists_the_series():
     """patches/0000-cover-letter.patch is written, not git's template, and
     its shortlog is the series' subjects in order."""
