@@ -1,10 +1,13 @@
 """bin/bench-report: summarise a bin/bench results folder: summary.md with mean and 95%
 confidence interval (Student t) of every metric and each pair's ratio to the
-reference binary, a bar chart per metric, and regions.png, the code buffer's
-region layout over -smp x tb-size.  For the tlb workload also the tails
-(each operation's 99th percentile over its median, per run) and
-scaling.png, each operation's cost against -smp per binary and mode, where
-the configurations are named smpN[-MODE] for two or more N.
+reference binary, and, with matplotlib, a bar chart per metric and
+regions.png, the code buffer's region layout over -smp x tb-size.  For the
+tlb workload also the tails (each operation's 99th percentile over its
+median, per run) and scaling.png, each operation's cost against -smp per
+binary and mode, where the configurations are named smpN[-MODE] for two or
+more N.  summary.md names the charts but does not show them: a folder is
+committed as results.json and summary.md, and bin/bench-report redraws the
+charts from results.json.
 
 A ratio is the mean of the per-round ratios of a pair to the reference
 binary's run of the configuration results.json pairs it with ("pairs",
@@ -126,7 +129,42 @@ def busy_host(results) -> str:
     return f"; {n} other processes kept host CPUs busy"
 
 
-def summary(results, charts):
+def charts(results):
+    """{chart: file name} of the charts drawn from @results: a bar chart
+    per metric, scaling.png and regions.png where they apply."""
+    names = {metric: f"{metric}.png" for metric in results["metrics"]}
+    if operations(results) and scaling_lines(results):
+        names["scaling"] = "scaling.png"
+    if results.get("layout"):
+        names["regions"] = "regions.png"
+    return names
+
+
+def charts_section(results):
+    """The summary's last section: the charts, by name, that
+    bin/bench-report draws from results.json and summary.md leaves out."""
+    names = charts(results)
+    bars = [names[metric] for metric in results["metrics"]]
+    described = [", ".join(bars) + " (a bar chart per metric: mean ± 95% "
+                 "CI per configuration and binary)"]
+    if "scaling" in names:
+        described.append("scaling.png (each operation's mean time per "
+                         "binary and mode against -smp, mean ± 95% CI over "
+                         "rounds)")
+    if "regions" in names:
+        described.append(
+            "regions.png (the code buffer's regions over -smp and "
+            "tb-size, from each binary started paused: the usable bytes of "
+            "a region, from x-query-jit, or the size of one executable "
+            "mapping where guard pages split the buffer; green cells hold "
+            "whole 2 MiB huge pages)")
+    return ["", "## Charts", "",
+            "`bin/bench-report FOLDER` draws these charts into FOLDER from "
+            "its results.json, with matplotlib: " + "; ".join(described) +
+            "."]
+
+
+def summary(results):
     runs = [derived(r) for r in results["runs"]]
     binaries = list(results["binaries"])
     ref = binaries[0]
@@ -158,8 +196,6 @@ def summary(results, charts):
     for metric in results["metrics"]:
         digits = 3 if metric.endswith("_s") else 0
         lines += ["", f"## {metric}", "",
-                  *([f"![{metric}]({charts[metric].name})", ""]
-                    if metric in charts else []),
                   *(["Bogo-ops per second: higher is better.", ""]
                     if metric.endswith("_ops_s") else []),
                   f"| configuration | binary | {metric}, mean ± 95% CI "
@@ -226,18 +262,7 @@ def summary(results, charts):
                              if len(tails) > 1 else "—")
             lines.append(f"| {config} | {binary} | " + " | ".join(cells) +
                          " |")
-    if "scaling" in charts:
-        lines += ["", "## Cost against -smp", "",
-                  "Each operation's mean time per binary and mode, mean ± "
-                  "95% CI over rounds.", "",
-                  f"![scaling]({charts['scaling'].name})"]
-    if "regions" in charts:
-        lines += ["", "## Region layout", "",
-                  "The code buffer's regions over -smp and tb-size, from each "
-                  "binary started paused: the usable bytes of a region (from "
-                  "x-query-jit, or the size of one executable mapping where "
-                  "guard pages split the buffer). Green cells hold whole 2 MiB "
-                  "huge pages.", "", f"![regions]({charts['regions'].name})"]
+    lines += charts_section(results)
     return "\n".join(lines) + "\n"
 
 
@@ -417,40 +442,34 @@ def region_heatmap(layout, path):
 
 
 def write(folder):
-    """Write summary.md and the charts of folder/results.json; print the
-    summary."""
+    """Write summary.md of folder/results.json and, with matplotlib, its
+    charts; print the summary."""
     source = folder / "results.json"
     try:
         results = json.loads(source.read_text())
     except (OSError, ValueError) as e:
         raise HarnessError(f"cannot read {source}: {e}") from e
+    text = summary(results)
     try:
         import matplotlib
     except ImportError:
         # A machine lent for one run (bin/device-harness) may lack it:
-        # the summary is written, bin/bench-report adds the charts later.
+        # the summary is written, bin/bench-report draws the charts later.
         matplotlib = None
-    charts = {}
     if matplotlib:
         matplotlib.use("Agg")
-        charts = {metric: folder / f"{metric}.png"
-                  for metric in results["metrics"]}
-        if results.get("layout"):
-            charts["regions"] = folder / "regions.png"
-        if operations(results) and scaling_lines(results):
-            charts["scaling"] = folder / "scaling.png"
-    text = summary(results, charts)
-    for metric in results["metrics"]:
-        if metric in charts:
-            bar_chart(results, metric, charts[metric])
-    if "regions" in charts:
-        region_heatmap(results["layout"], charts["regions"])
-    if "scaling" in charts:
-        scaling_chart(results, charts["scaling"])
+        for chart, name in charts(results).items():
+            if chart == "scaling":
+                scaling_chart(results, folder / name)
+            elif chart == "regions":
+                region_heatmap(results["layout"], folder / name)
+            else:
+                bar_chart(results, chart, folder / name)
     (folder / "summary.md").write_text(text)
     print(text)
-    print(f"bench-report: summary.md {'and charts ' if charts else ''}"
-          f"in {folder}")
+    print(f"bench-report: summary.md and charts in {folder}" if matplotlib
+          else f"bench-report: summary.md in {folder}; no matplotlib, no "
+          "charts")
 
 
 def main():

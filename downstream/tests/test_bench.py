@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -165,6 +166,8 @@ def test_report_writes_summary_and_charts(tmp_path):
     assert "| smp4 | fast | 0.817 ± 0.190 | — |" in summary
     for chart in ("wall_s.png", "regions.png"):
         assert (tmp_path / chart).read_bytes().startswith(b"\x89PNG")
+    assert "matplotlib: wall_s.png (a bar chart per metric" in summary
+    assert "; regions.png (the code buffer's regions" in summary
 
 
 def test_report_says_when_qemu_may_use_fewer_cpus_than_are_online(tmp_path):
@@ -202,7 +205,8 @@ def test_report_shows_tails_and_cost_against_smp(tmp_path):
     summary = report_of(tlb_results(), tmp_path)
     # p99 / p50 is 3 in round 1 and 4 in round 2: 3.5 ± 12.706 * 0.5
     assert "| smp2 | fast | 3.50 ± 6.35 |" in summary
-    assert "## Cost against -smp" in summary
+    assert "; scaling.png (each operation's mean time per binary and mode " \
+        "against -smp" in summary
     # (111 / 301 + 112 / 302) / 2
     assert "| smp2-relaxed | fast | 112 ± 6 | 0.370 ± 0.013 |" in summary
     assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")
@@ -210,6 +214,39 @@ def test_report_shows_tails_and_cost_against_smp(tmp_path):
         ("base", "default"): [(1, "smp1"), (2, "smp2")],
         ("fast", "default"): [(1, "smp1"), (2, "smp2")],
         ("fast", "relaxed"): [(2, "smp2-relaxed")]}
+
+
+def test_the_summary_names_the_charts_and_shows_none(tmp_path):
+    """A results folder is committed as results.json and summary.md:
+    summary.md must not show charts that are not committed beside it."""
+    summary = report_of(tlb_results(), tmp_path)
+    assert not re.search(r"!\[|<img|\.\. image::", summary)
+    assert summary.count("`bin/bench-report FOLDER` draws these charts") == 1
+    section = summary.split("\n## Charts\n\n")[1]
+    assert section.startswith("`bin/bench-report FOLDER` draws these charts "
+                              "into FOLDER from its results.json, with "
+                              "matplotlib: wall_s.png, mprotect_ns.png, "
+                              "mprotect_p50_ns.png, mprotect_p99_ns.png (a "
+                              "bar chart per metric")
+    assert section.count("\n") == 1        # one line, the summary's last
+    for chart in report.charts(tlb_results()).values():
+        assert chart in summary
+        assert (tmp_path / chart).read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_summary_is_the_same_without_matplotlib(tmp_path, monkeypatch,
+                                                    capsys):
+    """A machine lent for one run may lack matplotlib: the same summary.md,
+    and no charts."""
+    with_charts = report_of(tlb_results(), tmp_path)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "results.json").write_text(json.dumps(tlb_results()))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    report.write(bare)
+    assert (bare / "summary.md").read_text() == with_charts
+    assert not list(bare.glob("*.png"))
+    assert "no matplotlib, no charts" in capsys.readouterr().out
 
 
 def test_report_leaves_out_runs_without_a_metric(tmp_path):

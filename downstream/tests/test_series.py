@@ -1,7 +1,14 @@
 """patches/ is the whole series: 'git am' of it onto a fresh extraction of
 the pinned tarball gives exactly the tree we build, build/src, and no QEMU
 file of ours lives outside it. The docs, our pages included, build
-without a warning."""
+without a warning. A chart is committed only where a document shows it:
+every committed PNG is linked from a committed .md or .rst file that is
+not a generated summary (bin/bench-report redraws the rest from
+results.json), and every image link of those files is to a committed
+file."""
+
+import posixpath
+import re
 
 from conftest import run
 from harness.paths import BUILD, REPO, SRC, series
@@ -62,3 +69,75 @@ def test_docs_build_without_warnings():
     assert "tcg-regions.html" in index and "tcg-tlb-relaxed.html" in index
     removed = (manual / "about" / "removed-features.html").read_text()
     assert "-tb-size" not in removed
+
+
+# The links of a Markdown or reStructuredText document: images first,
+# ![alt](path), <img src="path">, .. image:: and .. figure:: path; then
+# [text](path), [label]: path, `text <path>`_ and .. _label: path.
+IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)"
+                        r"|<img\s[^>]*\bsrc=[\"']([^\"']+)"
+                        r"|^\s*\.\. (?:image|figure)::\s*(\S+)", re.M)
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*<?([^)\s>]+)"
+                  r"|^\s*\[[^\]]+\]:\s*<?([^\s>]+)"
+                  r"|`[^`<]*<([^`>]+)>`__?"
+                  r"|^\s*\.\. _[^:]+:\s*(\S+)", re.M)
+
+
+def link_targets(pattern, document, text):
+    """The repository paths that @document's links matching @pattern
+    point to: relative links only, without their #fragment."""
+    for match in pattern.finditer(text):
+        target = next(g for g in match.groups() if g).split("#")[0]
+        if target and ":" not in target and not target.startswith("/"):
+            yield posixpath.normpath(
+                posixpath.join(posixpath.dirname(document), target))
+
+
+def chart_problems(files, texts):
+    """What breaks the rule on charts, one line each: every PNG of @files
+    (repository paths) that no document of @texts ({path: text}, the .md
+    and .rst files) links, but for a generated summary (a summary.md
+    beside a results.json), and every image link of @texts to none of
+    @files; a generated summary shows no image at all."""
+    files = set(files)
+    linked = set()
+    problems = []
+    for document, text in sorted(texts.items()):
+        generated = posixpath.basename(document) == "summary.md" and \
+            posixpath.join(posixpath.dirname(document),
+                           "results.json") in files
+        images = list(link_targets(IMAGE_LINK, document, text))
+        if generated:
+            problems += [f"{document}: a generated summary shows {image}"
+                         for image in images]
+            continue
+        problems += [f"{document}: {image} is not committed"
+                     for image in images if image not in files]
+        linked.update(images, link_targets(LINK, document, text))
+    problems += [f"{png}: no document links it" for png in sorted(files)
+                 if png.endswith(".png") and png not in linked]
+    return problems
+
+
+def test_every_committed_chart_is_one_a_document_shows():
+    files = git(REPO, "ls-files", "-z").split("\0")
+    texts = {path: (REPO / path).read_text() for path in files
+             if path.endswith((".md", ".rst"))}
+    assert chart_problems(files, texts) == []
+
+
+def test_the_chart_check_sees_unlinked_charts_and_broken_links():
+    """Negative control: a chart no document links, one linked only by a
+    generated summary, and an image link to no committed file."""
+    files = ["README.md", "doc/a.png", "doc/b.png", "doc/c.png",
+             "run/results.json", "run/summary.md", "run/d.png"]
+    texts = {"README.md": "![a](doc/a.png)\n[b](./doc/b.png#top)\n"
+                          "![gone](doc/gone.png) [up](https://x/c.png)\n",
+             "run/summary.md": "![d](d.png)\n"}
+    assert chart_problems(files, texts) == [
+        "README.md: doc/gone.png is not committed",
+        "run/summary.md: a generated summary shows run/d.png",
+        "doc/c.png: no document links it",
+        "run/d.png: no document links it"]
+    assert chart_problems(["docs/x.rst", "docs/img/e.png"], {
+        "docs/x.rst": ".. image:: img/e.png\n"}) == []
