@@ -144,6 +144,30 @@ def test_every_script_explains_itself(script):
     assert "usage" in proc.stdout.lower()
 
 
+def test_time_check_needs_an_output_file():
+    proc = run([REPO / "bin" / "time-check"])
+    assert proc.returncode == 2
+    assert "Usage: bin/time-check" in proc.stderr
+
+
+def test_time_check_writes_each_stage_and_stops_at_a_failure(tmp_path):
+    """bin/time-check with a make that fails at the qemu stage: a line
+    for each stage run, the failed one included, and a total that says
+    where it stopped."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "make").write_text('#!/bin/sh\n[ "$2" != qemu ]\n')
+    (fake / "make").chmod(0o755)
+    out = tmp_path / "times.txt"
+    proc = run([REPO / "bin" / "time-check", out],
+               env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert proc.returncode == 1
+    lines = [line.split() for line in out.read_text().splitlines()]
+    assert [line[0] for line in lines] == ["deps", "assemble", "qemu", "total"]
+    assert all(line[1].isdigit() for line in lines)
+    assert lines[-1][2:] == ["(stopped:", "qemu", "failed)"]
+
+
 def test_functional_rejects_unknown_arguments():
     proc = run([REPO / "bin" / "functional", "--bogus"])
     assert proc.returncode == 2
