@@ -8,6 +8,8 @@ this repository's and are not checked."""
 
 import re
 
+import pytest
+
 from conftest import run
 from harness.paths import REPO
 
@@ -78,26 +80,26 @@ def test_every_results_document_names_its_base_and_commit():
     assert problems == []
 
 
-def test_the_base_check_sees_missing_lines_commits_and_versions():
-    """Negative control: no base paragraph, one below line 5, one that
-    names only a backquoted hash, an unknown commit, and a commit that
-    pins another version than the one named."""
-    pins = {"799afcb": "10.0.13", "3e2fa6c": "10.2.2"}.get
-    title = "# Results\n\n"
-    assert base_problems("a.md", title + "Numbers.\n", pins) == [
-        "a.md: no 'Base: QEMU <version>' paragraph in its first 5 lines"]
-    assert base_problems("b.md", title + "\n\n\nBase: QEMU 10.2.2 + the "
-                         "series at commit 3e2fa6c.\n", pins) == [
-        "b.md: no 'Base: QEMU <version>' paragraph in its first 5 lines"]
-    assert base_problems("c.md", title + "Base: QEMU 10.2.2 + build/src "
-                         "`61448f8a`; measured 2026-11-28.\n", pins) == [
-        "c.md: its base paragraph names no commit"]
-    assert base_problems("d.md", title + "Base: QEMU 10.2.2 + the series\n"
-                         "at commit 3e2fa6c and deadbee.\n", pins) == [
-        "d.md: deadbee is no commit of this repository"]
-    assert base_problems("e.md", title + "Base: QEMU 10.2.2 + the series "
-                         "at commit 799afcb.\n", pins) == [
-        "e.md: 799afcb pins QEMU 10.0.13, not 10.2.2"]
-    assert base_problems("f.md", title + "Base: QEMU 10.2.2, some sections "
-                         "QEMU 10.0.13: commits 3e2fa6c, 799afcb.\n",
-                         pins) == []
+PINS = {"799afcb": "10.0.13", "3e2fa6c": "10.2.2"}.get
+NO_BASE = "no 'Base: QEMU <version>' paragraph in its first 5 lines"
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("Numbers.\n", NO_BASE),
+    ("\n\n\nBase: QEMU 10.2.2 + the series at commit 3e2fa6c.\n", NO_BASE),
+    ("Base: QEMU 10.2.2 + build/src `61448f8a`; measured 2026-11-28.\n",
+     "its base paragraph names no commit"),
+    ("Base: QEMU 10.2.2 + the series\nat commit 3e2fa6c and deadbee.\n",
+     "deadbee is no commit of this repository"),
+    ("Base: QEMU 10.2.2 + the series at commit 799afcb.\n",
+     "799afcb pins QEMU 10.0.13, not 10.2.2"),
+    ("Base: QEMU 10.2.2, some sections QEMU 10.0.13: commits 3e2fa6c, "
+     "799afcb.\n", None),
+], ids=["none", "below-line-5", "backquoted-only", "unknown-commit",
+        "other-version", "two-bases"])
+def test_the_base_check_sees_missing_lines_commits_and_versions(text,
+                                                                problem):
+    """Negative control: each wrong base paragraph is named, and a right
+    one that names two bases is not."""
+    expected = [f"x.md: {problem}"] if problem else []
+    assert base_problems("x.md", "# Results\n\n" + text, PINS) == expected
