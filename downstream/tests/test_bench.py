@@ -564,6 +564,10 @@ TB flush count      1
 TLB full flushes    2
 TLB partial flushes 3
 TLB elided flushes  1792
+TLB index flushes   250 (maintenance 11, address space 120, register 90, range 20, large page 9)
+TLB fills           70000 (tables grown 5, shrunk 4)
+TB jmp cache misses 33000
+TB jmp cache wipes  300 (TLB flush 210, clean TLB flush 64, range 1, TB invalidate 23, other 2)
 TLB flush mode      relaxed (auto: every CPU supports relaxed)
 TLB relaxed flushes 40 (coalesced 0, escalated 0, queued for no other vCPU 9)
 TLB remote flushes filtered out 30 (TLBs probed 21, of which held nothing 17)
@@ -586,7 +590,15 @@ def test_info_jit_is_read_in_one_place():
     assert jit.counters() == {
         "code_bytes": 1234, "code_capacity": 1073725440, "tb_count": 7,
         "tb_flushes": 1, "tlb_full_flushes": 2, "tlb_partial_flushes": 3,
-        "tlb_elided_flushes": 1792, "tlb_relaxed_flushes": 40,
+        "tlb_elided_flushes": 1792, "tlb_index_flushes": 250,
+        "tlb_flushes_maintenance": 11, "tlb_flushes_address_space": 120,
+        "tlb_flushes_register": 90, "tlb_flushes_range": 20,
+        "tlb_flushes_large_page": 9, "tlb_fills": 70000,
+        "tlb_tables_grown": 5, "tlb_tables_shrunk": 4, "jc_misses": 33000,
+        "jc_wipes": 300, "jc_wipes_tlb_flush": 210,
+        "jc_wipes_clean_flush": 64, "jc_wipes_range": 1,
+        "jc_wipes_tb_invalidate": 23, "jc_wipes_other": 2,
+        "tlb_relaxed_flushes": 40,
         "tlb_alone": 9, "tlb_filtered_out": 30, "tlb_probed": 21,
         "tlb_probe_skipped": 17, "tlb_catch_ups": 6, "tlb_kicks": 4,
         "tlb_barrier_waits": 5, "tlb_barrier_wait_us": 12, "tlb_parks": 3,

@@ -1,8 +1,11 @@
-"""TLB flushes that the guest did not ask for: a register write that no
-translation depends on keeps the TLB (patch "target/arm: keep the TLB
-when an SCTLR write changes only pointer authentication enables").
-Each test runs a bare-metal kernel: the first read "info jit"'s flush
-count, the last checks what the guest sees."""
+"""TLB flushes that the guest did not ask for, and the counters that say
+why the TLB was flushed: a register write that no translation depends on
+keeps the TLB (patch "target/arm: keep the TLB for SCTLR writes of
+pointer auth enables"), and "info jit" counts each whole flush by cause
+(patches "accel/tcg: count what makes vCPUs refill their TLBs and jump
+caches" and "target/arm: say why a register write flushes the TLB").
+Each test runs a bare-metal kernel: the first ones read "info jit"'s
+flush counts, the last checks what the guest sees."""
 
 import struct
 import time
@@ -14,35 +17,47 @@ from harness.machine import VIRT, run_qemu
 from harness.paths import REPO
 
 # EOR x0, x0, #(1 << bit), for the bits the tests flip.
-EOR_X0_BIT = {31: 0xd2610000, 19: 0xd26d0000}
+EOR_X0_BIT = {31: 0xd2610000, 19: 0xd26d0000, 48: 0xd2500000}
+# MRS x0, REG and MSR REG, x0.
+SYSREG = {"sctlr_el1": (0xd5381000, 0xd5181000),
+          "ttbr0_el1": (0xd5382000, 0xd5182000)}
 FLIPS = 1000
 
 
-def sctlr_flipper(bit):
-    """A kernel, at EL1 with the MMU off, that flips SCTLR_EL1 bit @bit
-    FLIPS times and then spins."""
+def flipper(reg, bit):
+    """A kernel, at EL1 with the MMU off, that flips bit @bit of system
+    register @reg FLIPS times and then spins."""
+    mrs, msr = SYSREG[reg]
     return struct.pack("<8I",
                        0xd2807d01,          # mov  x1, #1000 (FLIPS)
-                       0xd5381000,          # 1: mrs x0, sctlr_el1
+                       mrs,                 # 1: mrs x0, REG
                        EOR_X0_BIT[bit],     # eor  x0, x0, #(1 << bit)
-                       0xd5181000,          # msr  sctlr_el1, x0
+                       msr,                 # msr  REG, x0
                        0xd5033fdf,          # isb
                        0xf1000421,          # subs x1, x1, #1
                        0x54ffff61,          # b.ne 1b
                        0x14000000)          # b    .
 
 
-def settled_flushes(g, timeout=30):
-    """TLB flushes counted once two reads 0.2 s apart agree."""
+def settled_counters(g, timeout=30):
+    """info jit's counters once two reads 0.2 s apart agree on the
+    flush counts."""
+    keys = ("tlb_partial_flushes", "tlb_index_flushes")
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
-        now = g.jit_info().counters()["tlb_partial_flushes"]
-        if now == last:
+        now = g.jit_info().counters()
+        if last and all(now[k] == last[k] for k in keys):
             return now
         last = now
         time.sleep(0.2)
-    pytest.fail(f"the flush count did not settle within {timeout} s")
+    pytest.fail(f"the flush counts did not settle within {timeout} s")
+
+
+def run_flipper(qemu, guest, tmp_path, reg, bit):
+    kernel = tmp_path / "flipper.bin"
+    kernel.write_bytes(flipper(reg, bit))
+    return settled_counters(guest(qemu, board=[*VIRT, "-kernel", kernel]))
 
 
 @pytest.mark.parametrize("bit, flushes", [
@@ -51,14 +66,32 @@ def settled_flushes(g, timeout=30):
 ], ids=["EnIA", "WXN"])
 def test_sctlr_write_flushes_only_for_bits_translations_use(
         qemu, guest, tmp_path, bit, flushes):
-    kernel = tmp_path / "sctlr.bin"
-    kernel.write_bytes(sctlr_flipper(bit))
-    g = guest(qemu, board=[*VIRT, "-kernel", kernel])
-    n = settled_flushes(g)
+    n = run_flipper(qemu, guest, tmp_path, "sctlr_el1", bit)[
+        "tlb_partial_flushes"]
     if flushes:
         assert n >= FLIPS, n
     else:
         assert n < FLIPS / 100, n
+
+
+@pytest.mark.parametrize("reg, bit, cause", [
+    ("sctlr_el1", 19, "tlb_flushes_register"),          # WXN
+    ("ttbr0_el1", 48, "tlb_flushes_address_space"),     # ASID
+], ids=["SCTLR.WXN", "TTBR0.ASID"])
+def test_whole_flushes_are_counted_by_cause(qemu, guest, tmp_path, reg, bit,
+                                            cause):
+    """Each write empties the MMU index the kernel runs in, counted under
+    its cause and no other (the kernel makes no TLB maintenance, and
+    flushes no range or large page)."""
+    counters = run_flipper(qemu, guest, tmp_path, reg, bit)
+    causes = {k: v for k, v in counters.items()
+              if k.startswith("tlb_flushes_")}
+    assert causes[cause] >= FLIPS, causes
+    assert sum(causes.values()) - causes[cause] < FLIPS / 100, causes
+    assert counters["tlb_index_flushes"] == sum(causes.values())
+    # Each flush wipes the jump cache, and the kernel refills its TLB.
+    assert counters["jc_wipes_tlb_flush"] >= FLIPS, counters
+    assert counters["tlb_fills"] >= FLIPS, counters
 
 
 def sctlr_pauth_kernel(tmp_path):

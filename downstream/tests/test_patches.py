@@ -50,13 +50,15 @@ def test_fast_tlb_check_catches_an_index():
         ["+        held = mask < cpu->neg.tlb.f[mmu_idx].mask ||"]
 
 
-# patches/upstream-stable: the large-page fixes written for upstream
-# master, which bin/check-upstream-stable checks there; the cover letter
-# aside.  They are the series' patches 2 and 3.
+# patches/upstream-stable: the series' fixes of upstream bugs (two of
+# large-page flushing, one of range flushing) written for upstream master,
+# which bin/check-upstream-stable checks there; the cover letter aside.
+# They are the series' patches 5 to 7.
 STABLE = sorted((REPO / "patches" / "upstream-stable").glob("0*.patch"))[1:]
-LARGE_PAGE_FIXES = PATCHES[1:3]
-LARGE_PAGE_FILES = ("accel/tcg/cputlb.c",
-                    "tests/tcg/aarch64/system/tlb-block.c", "MAINTAINERS")
+UPSTREAM_FIXES = PATCHES[4:7]
+UPSTREAM_FIX_FILES = ("accel/tcg/cputlb.c",
+                      "tests/tcg/aarch64/system/tlb-block.c",
+                      "tests/tcg/aarch64/system/tlb-range.c", "MAINTAINERS")
 
 
 def changed_lines(patches, path):
@@ -73,14 +75,15 @@ def changed_lines(patches, path):
     return lines
 
 
-@pytest.mark.parametrize("path", LARGE_PAGE_FILES)
+@pytest.mark.parametrize("path", UPSTREAM_FIX_FILES)
 def test_upstream_stable_makes_the_series_changes(path):
     """The fixes for master change what the series' own fixes change,
     line for line: when one is mended, so must the other be."""
-    assert all("large page" in p.read_text() for p in LARGE_PAGE_FIXES)
+    assert len(STABLE) == len(UPSTREAM_FIXES)
+    assert all("\nFixes: " in p.read_text() for p in UPSTREAM_FIXES)
     assert changed_lines(STABLE, path)
     assert changed_lines(STABLE, path) == \
-        changed_lines(LARGE_PAGE_FIXES, path)
+        changed_lines(UPSTREAM_FIXES, path)
 
 
 @pytest.mark.parametrize("patch", STABLE, ids=[p.name[:4] for p in STABLE])
