@@ -88,24 +88,11 @@ JIT_COUNTERS = {
     "tlb_partial_flushes": ("TLB partial flushes", r"^(\d+)"),
     "tlb_elided_flushes": ("TLB elided flushes", r"^(\d+)"),
     "tlb_index_flushes": ("TLB index flushes", r"^(\d+)"),
-    "tlb_flushes_maintenance": ("TLB index flushes", r"maintenance (\d+)"),
-    "tlb_flushes_address_space": ("TLB index flushes",
-                                  r"address space (\d+)"),
-    "tlb_flushes_register": ("TLB index flushes", r"register (\d+)"),
-    "tlb_flushes_range": ("TLB index flushes", r"range (\d+)"),
-    "tlb_flushes_large_page": ("TLB index flushes", r"large page (\d+)"),
     "tlb_fills": ("TLB fills", r"^(\d+)"),
     "tlb_tables_grown": ("TLB fills", r"grown (\d+)"),
     "tlb_tables_shrunk": ("TLB fills", r"shrunk (\d+)"),
     "jc_misses": ("TB jmp cache misses", r"^(\d+)"),
     "jc_wipes": ("TB jmp cache wipes", r"^(\d+)"),
-    "jc_wipes_tlb_flush": ("TB jmp cache wipes", r"\(TLB flush (\d+)"),
-    "jc_wipes_clean_flush": ("TB jmp cache wipes",
-                             r"clean TLB flush (\d+)"),
-    "jc_wipes_range": ("TB jmp cache wipes", r"range (\d+)"),
-    "jc_wipes_tb_invalidate": ("TB jmp cache wipes",
-                               r"TB invalidate (\d+)"),
-    "jc_wipes_other": ("TB jmp cache wipes", r"other (\d+)"),
     "tlb_relaxed_flushes": ("TLB relaxed flushes", r"^(\d+)"),
     "tlb_alone": ("TLB relaxed flushes", r"queued for no other vCPU (\d+)"),
     "tlb_filtered_out": ("TLB remote flushes filtered out", r"^(\d+)"),
@@ -122,6 +109,31 @@ JIT_COUNTERS = {
     "regions_in_use": ("code regions", r", (\d+) in use,"),
     "region_kib": ("code regions", r"^\d+ x (\d+) KiB"),
 }
+
+
+def _by_cause(label, causes):
+    """JIT_COUNTERS columns for the "(CAUSE N, CAUSE N, ...)" list of
+    @label's line: @causes maps each column to its CAUSE."""
+    return {column: (label, rf"(?:\(|, ){cause} (\d+)")
+            for column, cause in causes.items()}
+
+
+# The causes as accel/tcg/tcg-stats.c names them (TLBFlushCause,
+# TBJmpCacheWipe).
+JIT_COUNTERS.update(_by_cause("TLB index flushes", {
+    "tlb_flushes_maintenance": "maintenance",
+    "tlb_flushes_address_space": "address space",
+    "tlb_flushes_register": "register",
+    "tlb_flushes_range": "range",
+    "tlb_flushes_large_page": "large page",
+}))
+JIT_COUNTERS.update(_by_cause("TB jmp cache wipes", {
+    "jc_wipes_tlb_flush": "TLB flush",
+    "jc_wipes_clean_flush": "clean TLB flush",
+    "jc_wipes_range": "range",
+    "jc_wipes_tb_invalidate": "TB invalidate",
+    "jc_wipes_other": "other",
+}))
 
 
 @dataclasses.dataclass(frozen=True)

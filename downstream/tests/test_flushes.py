@@ -88,7 +88,6 @@ def test_whole_flushes_are_counted_by_cause(qemu, guest, tmp_path, reg, bit,
               if k.startswith("tlb_flushes_")}
     assert causes[cause] >= FLIPS, causes
     assert sum(causes.values()) - causes[cause] < FLIPS / 100, causes
-    assert counters["tlb_index_flushes"] == sum(causes.values())
     # Each flush wipes the jump cache, and the kernel refills its TLB.
     assert counters["jc_wipes_tlb_flush"] >= FLIPS, counters
     assert counters["tlb_fills"] >= FLIPS, counters
