@@ -287,17 +287,30 @@ def test_tlb_count_refuses_bad_input(args, message):
 def test_tlb_count_counts_per_broadcast(qemu):
     """One row per -smp and operation: the adjacent shape's broadcasts
     queue for nobody, the summary's 4 KiB units ruling the other vCPU
-    out without a probe of its TLB."""
-    proc = run([REPO / "bin" / "tlb-count", "--binary", qemu, "--smp", "2",
-                "--ops", "mprotect-adjacent-write"], timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    header, rule, row = proc.stdout.splitlines()
-    assert header.split(" | ")[1:3] == ["op", "broadcasts"]
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:2] == ["2", "mprotect-adjacent-write"]
-    assert int(cells[2]) > 100
-    assert float(cells[4]) < 0.1 and float(cells[5]) < 0.1, row
-    assert float(cells[8]) > 0.9, row
+    out without a probe of its TLB.  A boot whose other vCPU holds a
+    kernel entry whose unit's hash collides with the mprotected page's
+    probes it at every broadcast, as the summary's design allows (2 boots
+    of 20 here, with the fixed layout: which kernel pages that vCPU
+    touched since its last whole flush varies): so up to three boots,
+    one of which must probe nothing.  Without the units every boot
+    probes at every broadcast."""
+    rows = []
+    for _ in range(3):
+        proc = run([REPO / "bin" / "tlb-count", "--binary", qemu,
+                    "--smp", "2", "--ops", "mprotect-adjacent-write"],
+                   timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        header, rule, row = proc.stdout.splitlines()
+        assert header.split(" | ")[1:3] == ["op", "broadcasts"]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[:2] == ["2", "mprotect-adjacent-write"]
+        assert int(cells[2]) > 100
+        assert float(cells[5]) < 0.1 and float(cells[8]) > 0.9, row
+        rows.append(row)
+        if float(cells[4]) < 0.1:
+            break
+    else:
+        pytest.fail("every boot probed the other vCPU:\n" + "\n".join(rows))
 
 
 def test_callgrind_ops_refuses_an_unknown_op(tmp_path):
