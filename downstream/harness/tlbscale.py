@@ -95,10 +95,17 @@ def build(variant: str, out: pathlib.Path,
     """Build @variant (a VARIANTS key) with extra CFLAGS into @out, on the
     boot code of the tests/tcg build; return the compiler's process."""
     v = VARIANTS[variant]
+    return build_system_test(v.source, out, *v.cflags, *cflags)
+
+
+def build_system_test(source: str, out: pathlib.Path,
+                      *cflags: str) -> subprocess.CompletedProcess:
+    """Build tests/tcg's aarch64 system test @source with CFLAGS into @out,
+    as the tests/tcg build does; return the compiler's process."""
     return subprocess.run(
         ["aarch64-linux-gnu-gcc", "-nostdlib", "-O0", "-ffreestanding",
          "-fno-stack-protector", "-isystem", str(paths.TCG_SRC / "minilib"),
-         *v.cflags, *cflags, str(SYSTEM_SRC / v.source), "-o", str(out),
+         *cflags, str(SYSTEM_SRC / source), "-o", str(out),
          f"-Wl,-T{SYSTEM_SRC / 'kernel.ld'}", "-static",
          str(paths.TCG_DIR / "boot.o"), str(paths.TCG_DIR / "printf.o"),
          "-lgcc"],
