@@ -287,13 +287,12 @@ def test_tlb_count_refuses_bad_input(args, message):
 def test_tlb_count_counts_per_broadcast(qemu):
     """One row per -smp and operation: the adjacent shape's broadcasts
     queue for nobody, the summary's 4 KiB units ruling the other vCPU
-    out without a probe of its TLB.  A boot whose other vCPU holds a
-    kernel entry whose unit's hash collides with the mprotected page's
-    probes it at every broadcast, as the summary's design allows (2 boots
-    of 20 here, with the fixed layout: which kernel pages that vCPU
-    touched since its last whole flush varies): so up to three boots,
-    one of which must probe nothing.  Without the units every boot
-    probes at every broadcast."""
+    out without a probe of its TLB.  A boot where the other vCPU holds
+    an entry (the kernel's, most likely) whose unit hashes like the
+    mprotected page's probes it at every broadcast, as the summary's
+    design allows: 2 of 20 runs of this command here, with the fixed
+    layout.  So up to three boots, one of which must probe nothing.
+    Without the units every boot probes at every broadcast."""
     rows = []
     for _ in range(3):
         proc = run([REPO / "bin" / "tlb-count", "--binary", qemu,
