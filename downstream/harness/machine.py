@@ -84,6 +84,7 @@ JIT_COUNTERS = {
     "code_capacity": ("gen code size", r"^\d+/(\d+)"),
     "tb_count": ("TB count", r"^(\d+)"),
     "tb_flushes": ("TB flush count", r"^(\d+)"),
+    "tb_invalidations": ("TB invalidate count", r"^(\d+)"),
     "tlb_full_flushes": ("TLB full flushes", r"^(\d+)"),
     "tlb_partial_flushes": ("TLB partial flushes", r"^(\d+)"),
     "tlb_elided_flushes": ("TLB elided flushes", r"^(\d+)"),

@@ -40,10 +40,10 @@ def flipper(reg, bit):
                        0x14000000)          # b    .
 
 
-def settled_counters(g, timeout=30):
-    """info jit's counters once two reads 0.2 s apart agree on the
-    flush counts."""
-    keys = ("tlb_partial_flushes", "tlb_index_flushes")
+def settled_counters(g, timeout=30,
+                     keys=("tlb_partial_flushes", "tlb_index_flushes")):
+    """info jit's counters once two reads 0.2 s apart agree on @keys,
+    by default the flush counts."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -117,6 +117,34 @@ def test_asid_change_keeps_the_physical_index(qemu, guest, tmp_path):
     seen = {k: n[k] for k in ("tlb_flushes_address_space", "tlb_fills")}
     assert n["tlb_flushes_address_space"] == ASID_CHANGES, seen
     assert n["tlb_fills"] < 6 * ASID_CHANGES, seen
+
+
+# smc-jmp-cache's rounds, each of which but each case's first invalidates
+# F's TB, and the functions that CPU 1 calls after F in each.
+SMC_ROUNDS = 2 * 256
+SMC_STUBS = 64
+
+
+def test_tb_invalidation_keeps_the_jump_caches(qemu, guest, tmp_path):
+    """smc-jmp-cache, built to hold after its rounds: each round's code
+    write invalidates a CF_PCREL TB, and CPU 1's jump cache keeps the 64
+    other functions it calls (patch "accel/tcg: keep the jump caches when
+    a CF_PCREL TB is invalidated").  The build before the patch wipes
+    every vCPU's jump cache at each invalidation, and CPU 1 misses at
+    least twice per function a round (the call and the return):
+    QEMU=build/baseline/qemu-system-aarch64 fails this test with its
+    counts in the message."""
+    tcg_tests()
+    kernel = tmp_path / "smc-jmp-cache-hold"
+    proc = tlbscale.build_system_test("smc-jmp-cache.c", kernel, "-DHOLD")
+    assert proc.returncode == 0, proc.stderr
+    n = settled_counters(guest(qemu, "-smp", "2", board=[
+        *VIRT, "-semihosting-config", "enable=on,target=native",
+        "-kernel", kernel]), keys=("tb_invalidations", "jc_misses"))
+    seen = {k: n.get(k) for k in ("tb_invalidations", "jc_misses",
+                                  "jc_wipes", "jc_wipes_tb_invalidate")}
+    assert n["tb_invalidations"] >= SMC_ROUNDS - 2, seen
+    assert n["jc_misses"] < SMC_ROUNDS * SMC_STUBS / 2, seen
 
 
 def sctlr_pauth_kernel(tmp_path):
