@@ -629,12 +629,18 @@ def test_adjacent_page_users_are_not_waited_for(qemu):
 def test_adjacent_page_users_are_told_apart_without_the_probe(qemu):
     """With x-tlb-probe=off the summary alone tells the two pages apart,
     by their 4 KiB units: the probe is left for entries that a vCPU
-    evicted and units whose hashes collide (test-tlb-relaxed-par)."""
-    n = counters_during(qemu, "mprotect-adjacent-write",
-                        "tcg,x-tlb-probe=off")
-    assert n["tlb_relaxed_flushes"] > 500, n
-    assert n["tlb_probed"] == 0, n
-    assert n["tlb_alone"] >= 0.98 * n["tlb_relaxed_flushes"], n
+    evicted and units whose hashes collide (test-tlb-relaxed-par).  A
+    boot where a unit of the other vCPU's collides with the page's queues
+    at every broadcast (as test_scripts' tlb-count sees in 2 of 20), so
+    one of up to three boots must keep every broadcast alone."""
+    for _ in range(3):
+        n = counters_during(qemu, "mprotect-adjacent-write",
+                            "tcg,x-tlb-probe=off")
+        assert n["tlb_relaxed_flushes"] > 500, n
+        assert n["tlb_probed"] == 0, n
+        if n["tlb_alone"] >= 0.98 * n["tlb_relaxed_flushes"]:
+            return
+    pytest.fail(f"every boot queued broadcasts for the other vCPU: {n}")
 
 
 def test_users_of_the_page_are_waited_for(qemu):
