@@ -119,8 +119,8 @@ def test_asid_change_keeps_the_physical_index(qemu, guest, tmp_path):
     assert n["tlb_fills"] < 6 * ASID_CHANGES, seen
 
 
-# smc-jmp-cache's rounds, each of which but each case's first invalidates
-# F's TB, and the functions that CPU 1 calls after F in each.
+# smc-jmp-cache's rounds (each invalidates the tag's TB, but for the first
+# of each case, which finds none), and the functions CPU 1 calls in each.
 SMC_ROUNDS = 2 * 256
 SMC_STUBS = 64
 
@@ -131,7 +131,7 @@ def test_tb_invalidation_keeps_the_jump_caches(qemu, guest, tmp_path):
     other functions it calls (patch "accel/tcg: keep the jump caches when
     a CF_PCREL TB is invalidated").  The build before the patch wipes
     every vCPU's jump cache at each invalidation, and CPU 1 misses at
-    least twice per function a round (the call and the return):
+    least once per function a round (the calls share one return TB):
     QEMU=build/baseline/qemu-system-aarch64 fails this test with its
     counts in the message."""
     tcg_tests()
