@@ -37,7 +37,7 @@ TLB_OPS = ("mprotect", "munmap", "fork",
            "mprotect-adjacent-read", "mprotect-adjacent-write",
            "mprotect-apart-write", "mprotect-merged-far-write",
            "mprotect-shared-read",
-           "tb", "svc", "dsb", "fill")
+           "tb", "svc", "dsb", "fill", "reread-near", "reread-alone")
 TLB_DEFAULT_OPS = ("mprotect", "munmap", "fork")
 
 

@@ -1,5 +1,6 @@
 """Bad input to the bin/ scripts gives a clear error and changes nothing."""
 
+import json
 import os
 import re
 import shutil
@@ -462,3 +463,35 @@ def test_check_master_needs_build_src_and_a_cross_compiler(tmp_path,
     assert proc.returncode == 1
     assert "no build/src; run bin/assemble" in proc.stderr
     assert not work.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-n", "1", "a=/bin/true"], "--rounds must be at least 2"),
+    (["a"], "config 'a' is not NAME=BINARY[,VAR=VALUE]"),
+    (["a=/bin/true,X"], "config 'a=/bin/true,X': 'X' is not VAR=VALUE"),
+    (["a=/no/such/qemu"], "/no/such/qemu is not executable"),
+])
+def test_tlb_range_bench_refuses_bad_input(tmp_path, args, message):
+    proc = run([REPO / "bin" / "tlb-range-bench", "-o", tmp_path / "out",
+                *args])
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_tlb_range_bench_times_every_size_and_range(qemu, tmp_path):
+    """Two rounds of one build: every table size and range has a row,
+    and a range flush costs more than none (the rows are the
+    difference)."""
+    proc = run([REPO / "bin" / "tlb-range-bench", "-n", "2", "-o", tmp_path,
+                f"q={qemu}"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = re.findall(r"^\| (\d+) \| (\d+) \| ([\d.]+) ± ([\d.]+) \|$",
+                      (tmp_path / "summary.md").read_text(), re.M)
+    assert {(s, p) for s, p, _, _ in rows} == {
+        (str(s), str(2 << i)) for s in (256, 1024, 4096) for i in range(16)}
+    assert all(float(mean) > 0 for _, _, mean, _ in rows)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [r["config"] for r in results["runs"]] == ["q", "q"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json",
+                                                         "summary.md"]
