@@ -54,9 +54,10 @@ static void flush_all(void)
     asm volatile("dsb ish\n tlbi vmalle1\n dsb ish\n isb" : : : "memory");
 }
 
-static volatile uint64_t *window_page(unsigned page)
+static void load_page(unsigned page)
 {
-    return (volatile uint64_t *)(uintptr_t)(WINDOW + page * PAGE_SIZE);
+    __atomic_load_n((uint64_t *)(uintptr_t)(WINDOW + page * PAGE_SIZE),
+                    __ATOMIC_RELAXED);
 }
 
 static void map_window(void)
@@ -79,7 +80,7 @@ static void grow_tlb(unsigned entries)
 {
     for (unsigned size = 256; size < entries; size <<= 1) {
         for (unsigned p = 0; p < size * 9 / 10 + 1; p++) {
-            (void)*window_page(p);
+            load_page(p);
         }
         flush_all();
     }
@@ -109,7 +110,7 @@ static uint64_t ns_per_iteration(unsigned pages)
 
     do {
         for (unsigned p = 0; p < WARM; p++) {
-            (void)*window_page(p);
+            load_page(p);
         }
         if (pages) {
             asm volatile("sys #0, c8, c6, #1, %0\n dsb ish"
@@ -128,7 +129,8 @@ int main(void)
     map_window();
     for (int s = 0; s < 3; s++) {
         grow_tlb(sizes[s]);
-        for (unsigned pages = 0; pages <= 65536; pages = pages ? pages * 2 : 2) {
+        for (unsigned pages = 0; pages <= 65536;
+             pages = pages ? pages * 2 : 2) {
             ml_printf("RESULT %u %u %lu\n", sizes[s], pages,
                       ns_per_iteration(pages));
         }
