@@ -17,17 +17,20 @@ from harness import tlbscale
 from harness.machine import VIRT, run_qemu
 from harness.paths import REPO
 
-# EOR x0, x0, #(1 << bit), for the bits the tests flip.
-EOR_X0_BIT = {31: 0xd2610000, 19: 0xd26d0000, 48: 0xd2500000}
+# EOR x0, x0, #(1 << bit), for the bits the tests flip; NOP for None.
+EOR_X0_BIT = {31: 0xd2610000, 19: 0xd26d0000, 48: 0xd2500000,
+              7: 0xd2790000, None: 0xd503201f}
 # MRS x0, REG and MSR REG, x0.
 SYSREG = {"sctlr_el1": (0xd5381000, 0xd5181000),
-          "ttbr0_el1": (0xd5382000, 0xd5182000)}
+          "ttbr0_el1": (0xd5382000, 0xd5182000),
+          "tcr_el1": (0xd5382040, 0xd5182040)}
 FLIPS = 1000
 
 
 def flipper(reg, bit):
     """A kernel, at EL1 with the MMU off, that flips bit @bit of system
-    register @reg FLIPS times and then spins."""
+    register @reg FLIPS times (writes its own value back if @bit is None)
+    and then spins."""
     mrs, msr = SYSREG[reg]
     return struct.pack("<8I",
                        0xd2807d01,          # mov  x1, #1000 (FLIPS)
@@ -68,6 +71,22 @@ def run_flipper(qemu, guest, tmp_path, reg, bit):
 def test_sctlr_write_flushes_only_for_bits_translations_use(
         qemu, guest, tmp_path, bit, flushes):
     n = run_flipper(qemu, guest, tmp_path, "sctlr_el1", bit)[
+        "tlb_partial_flushes"]
+    if flushes:
+        assert n >= FLIPS, n
+    else:
+        assert n < FLIPS / 100, n
+
+
+@pytest.mark.parametrize("bit, flushes", [
+    (None, False),  # the value it holds
+    (7, True),      # EPD0: whether TTBR0 walks at all
+], ids=["same value", "EPD0"])
+def test_tcr_write_flushes_only_when_it_changes(qemu, guest, tmp_path, bit,
+                                                flushes):
+    """Patch "target/arm: keep the TLB for a TCR write that changes
+    nothing"."""
+    n = run_flipper(qemu, guest, tmp_path, "tcr_el1", bit)[
         "tlb_partial_flushes"]
     if flushes:
         assert n >= FLIPS, n
