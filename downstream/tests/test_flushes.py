@@ -64,30 +64,17 @@ def run_flipper(qemu, guest, tmp_path, reg, bit):
     return settled_counters(guest(qemu, board=[*VIRT, "-kernel", kernel]))
 
 
-@pytest.mark.parametrize("bit, flushes", [
-    (31, False),    # EnIA: the pointer authentication enable Linux flips
-    (19, True),     # WXN: permissions that the TLB caches
-], ids=["EnIA", "WXN"])
-def test_sctlr_write_flushes_only_for_bits_translations_use(
-        qemu, guest, tmp_path, bit, flushes):
-    n = run_flipper(qemu, guest, tmp_path, "sctlr_el1", bit)[
-        "tlb_partial_flushes"]
-    if flushes:
-        assert n >= FLIPS, n
-    else:
-        assert n < FLIPS / 100, n
-
-
-@pytest.mark.parametrize("bit, flushes", [
-    (None, False),  # the value it holds
-    (7, True),      # EPD0: whether TTBR0 walks at all
-], ids=["same value", "EPD0"])
-def test_tcr_write_flushes_only_when_it_changes(qemu, guest, tmp_path, bit,
-                                                flushes):
-    """Patch "target/arm: keep the TLB for a TCR write that changes
-    nothing"."""
-    n = run_flipper(qemu, guest, tmp_path, "tcr_el1", bit)[
-        "tlb_partial_flushes"]
+@pytest.mark.parametrize("reg, bit, flushes", [
+    ("sctlr_el1", 31, False),   # EnIA: the pointer authentication enable
+    ("sctlr_el1", 19, True),    # WXN: permissions that the TLB caches
+    ("tcr_el1", None, False),   # the value it holds (patch "target/arm:
+                                # keep the TLB for a TCR write that changes
+                                # nothing")
+    ("tcr_el1", 7, True),       # EPD0: whether TTBR0 walks at all
+], ids=["SCTLR.EnIA", "SCTLR.WXN", "TCR same value", "TCR.EPD0"])
+def test_register_write_flushes_only_where_translations_change(
+        qemu, guest, tmp_path, reg, bit, flushes):
+    n = run_flipper(qemu, guest, tmp_path, reg, bit)["tlb_partial_flushes"]
     if flushes:
         assert n >= FLIPS, n
     else:
