@@ -120,13 +120,22 @@ def _by_cause(label, causes):
 
 
 # The causes as accel/tcg/tcg-stats.c names them (TLBFlushCause,
-# TBJmpCacheWipe).
+# TBJmpCacheMiss, TBJmpCacheWipe).
 JIT_COUNTERS.update(_by_cause("TLB index flushes", {
     "tlb_flushes_maintenance": "maintenance",
     "tlb_flushes_address_space": "address space",
     "tlb_flushes_register": "register",
     "tlb_flushes_range": "range",
     "tlb_flushes_large_page": "large page",
+}))
+JIT_COUNTERS.update(_by_cause("TB jmp cache misses", {
+    "jc_misses_cleared": "cleared",
+    "jc_misses_empty": "empty",
+    "jc_misses_same_page": "same page",
+    "jc_misses_other_page": "other page",
+    "jc_misses_invalid": "invalid",
+    "jc_misses_flags": "flags",
+    "jc_misses_cflags": "cflags",
 }))
 JIT_COUNTERS.update(_by_cause("TB jmp cache wipes", {
     "jc_wipes_tlb_flush": "TLB flush",

@@ -566,7 +566,7 @@ TLB partial flushes 3
 TLB elided flushes  1792
 TLB index flushes   250 (maintenance 11, address space 120, register 90, range 20, large page 9)
 TLB fills           70000 (tables grown 5, shrunk 4)
-TB jmp cache misses 33000
+TB jmp cache misses 33000 (cleared 3000, empty 20000, same page 6000, other page 3500, invalid 400, flags 90, cflags 10)
 TB jmp cache wipes  300 (TLB flush 210, clean TLB flush 64, range 1, TB invalidate 23, other 2)
 TLB flush mode      relaxed (auto: every CPU supports relaxed)
 TLB relaxed flushes 40 (coalesced 0, escalated 0, queued for no other vCPU 9)
@@ -595,6 +595,10 @@ def test_info_jit_is_read_in_one_place():
         "tlb_flushes_register": 90, "tlb_flushes_range": 20,
         "tlb_flushes_large_page": 9, "tlb_fills": 70000,
         "tlb_tables_grown": 5, "tlb_tables_shrunk": 4, "jc_misses": 33000,
+        "jc_misses_cleared": 3000, "jc_misses_empty": 20000,
+        "jc_misses_same_page": 6000, "jc_misses_other_page": 3500,
+        "jc_misses_invalid": 400, "jc_misses_flags": 90,
+        "jc_misses_cflags": 10,
         "jc_wipes": 300, "jc_wipes_tlb_flush": 210,
         "jc_wipes_clean_flush": 64, "jc_wipes_range": 1,
         "jc_wipes_tb_invalidate": 23, "jc_wipes_other": 2,
