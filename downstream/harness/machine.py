@@ -71,7 +71,8 @@ JIT_LABELS = (
     "TB hash occupancy", "TB hash avg chain", "TB flush count",
     "TB invalidate count", "TLB full flushes", "TLB partial flushes",
     "TLB elided flushes", "TLB index flushes", "TLB fills",
-    "TB jmp cache misses", "TB jmp cache wipes", "TLB flush mode",
+    "TB jmp cache misses", "TB jmp cache wipes", "TB lookups",
+    "TB lookup misses", "TLB flush mode",
     "TLB relaxed flushes",
     "TLB remote flushes filtered out", "TLB remote catch-ups",
     "TLB barrier waits", "TLB barrier policy", "TLB parks",
@@ -94,6 +95,8 @@ JIT_COUNTERS = {
     "tlb_tables_shrunk": ("TLB fills", r"shrunk (\d+)"),
     "jc_misses": ("TB jmp cache misses", r"^(\d+)"),
     "jc_wipes": ("TB jmp cache wipes", r"^(\d+)"),
+    "jc_lookups": ("TB lookups", r"^(\d+)"),
+    "jc_lookup_misses": ("TB lookup misses", r"^(\d+)"),
     "tlb_relaxed_flushes": ("TLB relaxed flushes", r"^(\d+)"),
     "tlb_alone": ("TLB relaxed flushes", r"queued for no other vCPU (\d+)"),
     "tlb_filtered_out": ("TLB remote flushes filtered out", r"^(\d+)"),
@@ -120,7 +123,7 @@ def _by_cause(label, causes):
 
 
 # The causes as accel/tcg/tcg-stats.c names them (TLBFlushCause,
-# TBJmpCacheMiss, TBJmpCacheWipe).
+# TBJmpCacheMiss, TBJmpCacheWipe, TBLookupSource).
 JIT_COUNTERS.update(_by_cause("TLB index flushes", {
     "tlb_flushes_maintenance": "maintenance",
     "tlb_flushes_address_space": "address space",
@@ -144,6 +147,20 @@ JIT_COUNTERS.update(_by_cause("TB jmp cache wipes", {
     "jc_wipes_tb_invalidate": "TB invalidate",
     "jc_wipes_other": "other",
 }))
+# -accel tcg,x-lookup-stats=on: TB lookups and their misses by what made
+# them (TBLookupSource), as jc_lookups_return, jc_lookup_misses_page_end...
+LOOKUP_SOURCES = ("other", "return", "jump", "call", "branch", "page end",
+                  "main loop")
+
+
+def _by_source(label, prefix):
+    """_by_cause() for @label's line of lookups by LOOKUP_SOURCES."""
+    return _by_cause(label, {prefix + "_" + source.replace(" ", "_"): source
+                             for source in LOOKUP_SOURCES})
+
+
+JIT_COUNTERS.update(_by_source("TB lookups", "jc_lookups"))
+JIT_COUNTERS.update(_by_source("TB lookup misses", "jc_lookup_misses"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ run() here is for everything else (make, git, bin/ scripts)."""
 import functools
 import struct
 import subprocess
+import time
 
 import pytest
 
@@ -42,6 +43,34 @@ def tcg_tests():
     proc = run(["make", "-C", paths.TCG_DIR, "all"], timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return paths.TCG_DIR
+
+
+def guest_kernel(name, tmp_path):
+    """downstream/guest/@name.S, assembled and linked for -kernel at the
+    address where -M virt loads it."""
+    source = paths.REPO / "downstream" / "guest" / f"{name}.S"
+    obj, elf, kernel = (tmp_path / f"{name}.{e}" for e in ("o", "elf", "bin"))
+    for args in (["aarch64-linux-gnu-as", source, "-o", obj],
+                 ["aarch64-linux-gnu-ld", "-Ttext=0x40080000", obj, "-o", elf],
+                 ["aarch64-linux-gnu-objcopy", "-O", "binary", elf, kernel]):
+        proc = run(args)
+        assert proc.returncode == 0, proc.stderr
+    return kernel
+
+
+def settled_counters(g, timeout=30,
+                     keys=("tlb_partial_flushes", "tlb_index_flushes")):
+    """Guest @g's info jit counters once two reads 0.2 s apart agree on
+    @keys, by default the flush counts."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        now = g.jit_info().counters()
+        if last and all(now[k] == last[k] for k in keys):
+            return now
+        last = now
+        time.sleep(0.2)
+    pytest.fail(f"{', '.join(keys)} did not settle within {timeout} s")
 
 
 # A machine that runs nothing, for runs that QEMU must refuse (run_qemu):

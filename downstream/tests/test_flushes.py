@@ -8,14 +8,12 @@ Each test runs a bare-metal kernel: the first ones read "info jit"'s
 flush counts, the last checks what the guest sees."""
 
 import struct
-import time
 
 import pytest
 
-from conftest import run, tcg_tests
+from conftest import guest_kernel, settled_counters, tcg_tests
 from harness import tlbscale
 from harness.machine import JIT_COUNTERS, VIRT, run_qemu
-from harness.paths import REPO
 
 # EOR x0, x0, #(1 << bit), for the bits the tests flip; NOP for None.
 EOR_X0_BIT = {31: 0xd2610000, 19: 0xd26d0000, 48: 0xd2500000,
@@ -41,21 +39,6 @@ def flipper(reg, bit):
                        0xf1000421,          # subs x1, x1, #1
                        0x54ffff61,          # b.ne 1b
                        0x14000000)          # b    .
-
-
-def settled_counters(g, timeout=30,
-                     keys=("tlb_partial_flushes", "tlb_index_flushes")):
-    """info jit's counters once two reads 0.2 s apart agree on @keys,
-    by default the flush counts."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        now = g.jit_info().counters()
-        if last and all(now[k] == last[k] for k in keys):
-            return now
-        last = now
-        time.sleep(0.2)
-    pytest.fail(f"the flush counts did not settle within {timeout} s")
 
 
 def run_flipper(qemu, guest, tmp_path, reg, bit):
@@ -166,24 +149,11 @@ def test_tb_invalidation_keeps_the_jump_caches(qemu, guest, tmp_path):
     assert n["jc_misses_cleared"] < SMC_ROUNDS * SMC_STUBS / 4, seen
 
 
-def sctlr_pauth_kernel(tmp_path):
-    """downstream/guest/sctlr-pauth.S, assembled and linked for -kernel."""
-    source = REPO / "downstream" / "guest" / "sctlr-pauth.S"
-    obj, elf, kernel = (tmp_path / f"sctlr-pauth.{e}" for e in ("o", "elf",
-                                                                 "bin"))
-    for args in (["aarch64-linux-gnu-as", source, "-o", obj],
-                 ["aarch64-linux-gnu-ld", "-Ttext=0x40080000", obj, "-o", elf],
-                 ["aarch64-linux-gnu-objcopy", "-O", "binary", elf, kernel]):
-        proc = run(args)
-        assert proc.returncode == 0, proc.stderr
-    return kernel
-
-
 def test_sctlr_pauth_writes_keep_the_tlb_and_take_effect(qemu, tmp_path):
     """An EnIA-only write keeps the TLB (0x40), PAC follows the enables at
     once, and a write that clears EnIA and sets WXN in one go flushes:
     the status has no failure bit."""
     proc = run_qemu(qemu, [*VIRT, "-display", "none", "-semihosting",
-                           "-kernel", sctlr_pauth_kernel(tmp_path)],
+                           "-kernel", guest_kernel("sctlr-pauth", tmp_path)],
                     timeout=60)
     assert proc.returncode == 0x40, (proc.returncode, proc.stderr)
