@@ -568,6 +568,8 @@ TLB index flushes   250 (maintenance 11, address space 120, register 90, range 2
 TLB fills           70000 (tables grown 5, shrunk 4)
 TB jmp cache misses 33000 (cleared 3000, empty 20000, same page 6000, other page 3500, invalid 400, flags 90, cflags 10)
 TB jmp cache wipes  300 (TLB flush 210, clean TLB flush 64, range 1, TB invalidate 23, other 2)
+TB lookups          90000 (other 100, return 20000, jump 15000, call 14000, branch 30000, page end 5000, main loop 5900)
+TB lookup misses    33000 (other 5, return 6000, jump 9000, call 7000, branch 8000, page end 1000, main loop 1995)
 TLB flush mode      relaxed (auto: every CPU supports relaxed)
 TLB relaxed flushes 40 (coalesced 0, escalated 0, queued for no other vCPU 9)
 TLB remote flushes filtered out 30 (TLBs probed 21, of which held nothing 17)
@@ -602,6 +604,15 @@ def test_info_jit_is_read_in_one_place():
         "jc_wipes": 300, "jc_wipes_tlb_flush": 210,
         "jc_wipes_clean_flush": 64, "jc_wipes_range": 1,
         "jc_wipes_tb_invalidate": 23, "jc_wipes_other": 2,
+        "jc_lookups": 90000, "jc_lookups_other": 100,
+        "jc_lookups_return": 20000, "jc_lookups_jump": 15000,
+        "jc_lookups_call": 14000, "jc_lookups_branch": 30000,
+        "jc_lookups_page_end": 5000, "jc_lookups_main_loop": 5900,
+        "jc_lookup_misses": 33000, "jc_lookup_misses_other": 5,
+        "jc_lookup_misses_return": 6000, "jc_lookup_misses_jump": 9000,
+        "jc_lookup_misses_call": 7000, "jc_lookup_misses_branch": 8000,
+        "jc_lookup_misses_page_end": 1000,
+        "jc_lookup_misses_main_loop": 1995,
         "tlb_relaxed_flushes": 40,
         "tlb_alone": 9, "tlb_filtered_out": 30, "tlb_probed": 21,
         "tlb_probe_skipped": 17, "tlb_catch_ups": 6, "tlb_kicks": 4,

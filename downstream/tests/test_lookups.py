@@ -50,6 +50,21 @@ def test_lookups_are_counted_by_source(qemu, guest, tmp_path):
         *per_round, "other", "main_loop")), made
 
 
+def test_a_tb_that_may_not_chain_looks_up_as_other(qemu, guest, tmp_path):
+    """With one-insn-per-tb no TB chains: a direct branch, or the step to
+    the next instruction, is neither a branch nor a page end but "other"
+    (five a round, and the spin at the end), while the indirect branches
+    keep their names."""
+    n = lookups(qemu, guest, tmp_path,
+                "-accel", "tcg,one-insn-per-tb=on,x-lookup-stats=on",
+                keys=("jc_lookups_call", "jc_lookups_return"))
+    made = {k: n.get(k) for k in n if k.startswith("jc_lookups")}
+    for source in ("call", "return", "jump"):
+        assert ROUNDS <= n[f"jc_lookups_{source}"] <= ROUNDS + SLACK, made
+    assert n["jc_lookups_branch"] == n["jc_lookups_page_end"] == 0, made
+    assert n["jc_lookups_other"] >= 5 * ROUNDS, made
+
+
 def test_lookups_are_not_counted_by_default(qemu, guest, tmp_path):
     """Without x-lookup-stats, info jit has no lookup lines, and the
     generated code calls the helper without a source."""
