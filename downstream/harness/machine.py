@@ -72,7 +72,7 @@ JIT_LABELS = (
     "TB invalidate count", "TLB full flushes", "TLB partial flushes",
     "TLB elided flushes", "TLB index flushes", "TLB fills",
     "TB jmp cache misses", "TB jmp cache wipes", "TB lookups",
-    "TB lookup misses", "TLB flush mode",
+    "TB inline hits", "TB lookup misses", "TLB flush mode",
     "TLB relaxed flushes",
     "TLB remote flushes filtered out", "TLB remote catch-ups",
     "TLB barrier waits", "TLB barrier policy", "TLB parks",
@@ -96,6 +96,7 @@ JIT_COUNTERS = {
     "jc_misses": ("TB jmp cache misses", r"^(\d+)"),
     "jc_wipes": ("TB jmp cache wipes", r"^(\d+)"),
     "jc_lookups": ("TB lookups", r"^(\d+)"),
+    "jc_inline_hits": ("TB inline hits", r"^(\d+)"),
     "jc_lookup_misses": ("TB lookup misses", r"^(\d+)"),
     "tlb_relaxed_flushes": ("TLB relaxed flushes", r"^(\d+)"),
     "tlb_alone": ("TLB relaxed flushes", r"queued for no other vCPU (\d+)"),
@@ -148,7 +149,9 @@ JIT_COUNTERS.update(_by_cause("TB jmp cache wipes", {
     "jc_wipes_other": "other",
 }))
 # -accel tcg,x-lookup-stats=on: TB lookups and their misses by what made
-# them (TBLookupSource), as jc_lookups_return, jc_lookup_misses_page_end...
+# them (TBLookupSource), as jc_lookups_return, jc_lookup_misses_page_end...,
+# and with x-inline-lookup those that the inline probe found
+# (jc_inline_hits_return...), which the lookups include.
 LOOKUP_SOURCES = ("other", "return", "jump", "call", "branch", "page end",
                   "main loop")
 
@@ -160,6 +163,7 @@ def _by_source(label, prefix):
 
 
 JIT_COUNTERS.update(_by_source("TB lookups", "jc_lookups"))
+JIT_COUNTERS.update(_by_source("TB inline hits", "jc_inline_hits"))
 JIT_COUNTERS.update(_by_source("TB lookup misses", "jc_lookup_misses"))
 
 

@@ -1,0 +1,168 @@
+"""The inline TB lookup (-accel tcg,x-inline-lookup=on|off|check): patches
+"accel/tcg: probe the jump cache inline at a TB's exit, with
+x-inline-lookup" and "target/arm: look up the next TB inline after AArch64
+branches"; docs/devel/tcg-inline-lookup.rst says why a hit is what the
+helper would return.
+
+downstream/guest/lookup-sources.S makes ROUNDS lookups of each kind; with
+the probe on, every round after the first must find its TBs inline, and
+with x-inline-lookup=check every one of those hits is checked against
+the helper's lookup, which aborts QEMU on a mismatch.  tests/tcg aarch64
+system tests (self-modifying code, TLB maintenance of code, pointer auth,
+MTE, record/replay) run again under check mode, and a gdb breakpoint set
+after the jump cache is warm must still stop the guest.
+
+Negative controls (a one-line change to build/src, rebuilt): probing
+without the breakpoint test fails
+test_a_breakpoint_stops_a_call_the_probe_would_find (the guest never
+stops); hashing the PC with one bit wrong finds nothing inline and fails
+test_the_probe_finds_each_source; without the patches, QEMU refuses the
+property and every test fails."""
+
+import re
+import socket
+import sys
+import time
+
+import pytest
+
+from conftest import PAUSED, guest_kernel, run, settled_counters, tcg_tests
+from harness.machine import VIRT, run_qemu
+from test_lookups import ROUNDS, SLACK
+
+# Lookups per round of lookup-sources.S, by source.
+PER_ROUND = {"call": 1, "return": 1, "jump": 1, "branch": 2, "page_end": 1}
+
+
+def counters(qemu, guest, tmp_path, accel):
+    g = guest(qemu, "-accel", accel, board=[
+        *VIRT, "-kernel", guest_kernel("lookup-sources", tmp_path)])
+    return settled_counters(g, keys=("jc_lookups_call", "jc_lookups_branch"))
+
+
+@pytest.mark.parametrize("mode", ["on", "check"])
+def test_the_probe_finds_each_source(qemu, guest, tmp_path, mode):
+    """From the second round on, each site's next TB is in the jump cache:
+    the probe finds it, and only the first round's lookups (and the boot
+    stub's) reach the helper.  The lookups still count every exit."""
+    n = counters(qemu, guest, tmp_path,
+                 f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
+    seen = {k: v for k, v in n.items() if k.startswith("jc_")}
+    for source, count in PER_ROUND.items():
+        made = n[f"jc_lookups_{source}"]
+        assert count * ROUNDS <= made <= count * ROUNDS + SLACK, seen
+        assert n[f"jc_inline_hits_{source}"] >= count * (ROUNDS - SLACK), seen
+    assert n["jc_inline_hits_main_loop"] == n["jc_inline_hits_other"] == 0
+    assert n["jc_lookup_misses"] <= n["jc_lookups"] - n["jc_inline_hits"]
+
+
+def test_the_probe_is_off_by_default(qemu, guest, tmp_path):
+    """Without x-inline-lookup there is no inline hits line: every lookup
+    calls the helper."""
+    n = counters(qemu, guest, tmp_path, "tcg,x-lookup-stats=on")
+    assert "jc_inline_hits" not in n, n
+    assert n["jc_lookups_return"] >= ROUNDS, n
+
+
+def test_a_tb_that_may_not_chain_never_probes(qemu, guest, tmp_path):
+    """one-insn-per-tb TBs are not ordinary (CF_NO_GOTO_TB, a count of 1):
+    their exits keep the helper, whose curr_cflags() they differ from."""
+    n = counters(qemu, guest, tmp_path,
+                 "tcg,one-insn-per-tb=on,x-lookup-stats=on,"
+                 "x-inline-lookup=on")
+    assert n["jc_inline_hits"] == 0, n
+    assert n["jc_lookups_return"] >= ROUNDS, n
+
+
+# call-loop.S's callee, on the page after its caller.
+CALLEE = 0x40081000
+
+
+def gdb_packet(sock, data, timeout=20):
+    """Send one gdb remote protocol packet and return the reply's data,
+    acknowledging it (QEMU's gdbstub starts in ack mode)."""
+    checksum = sum(data.encode()) % 256
+    sock.sendall(f"${data}#{checksum:02x}".encode())
+    sock.settimeout(timeout)
+    reply = b""
+    while not (b"$" in reply and re.search(rb"#[0-9a-f]{2}$", reply)):
+        chunk = sock.recv(4096)
+        assert chunk, f"gdbstub closed the connection after {data!r}"
+        reply += chunk
+    sock.sendall(b"+")
+    return reply[reply.index(b"$") + 1:-3].decode()
+
+
+def test_a_breakpoint_stops_a_call_the_probe_would_find(qemu, guest,
+                                                        tmp_path):
+    """Inserting a breakpoint invalidates no TB, so every lookup must pass
+    check_for_breakpoints() while one is set.  Let call-loop.S warm its
+    jump cache for a while, then set a gdb breakpoint on its callee: the
+    next call stops there, although the callee's TB is in the slot that
+    the probe reads."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    g = guest(qemu, "-accel", "tcg,x-lookup-stats=on,x-inline-lookup=on",
+              "-gdb", f"tcp:127.0.0.1:{port}", board=[
+                  *VIRT, "-kernel", guest_kernel("call-loop", tmp_path)])
+    time.sleep(0.5)
+    warm = g.jit_info().counters()
+    assert warm["jc_inline_hits_call"] > 0, warm
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        gdb_packet(sock, "?")               # attaching stops the vCPU
+        assert gdb_packet(sock, f"Z0,{CALLEE:x},4") == "OK"
+        stop = gdb_packet(sock, "c")
+        assert stop.startswith("T05"), stop
+        pc = gdb_packet(sock, "p20")        # AArch64's pc, little-endian
+        assert int.from_bytes(bytes.fromhex(pc), "little") == CALLEE, pc
+
+
+# tests/tcg aarch64 system tests that reach the probe in ways the guest
+# programs here do not: self-modifying code behind the jump cache, TLB
+# maintenance of code by ASID, block, range and at stage 2 (relaxed mode
+# included), pointer auth, MTE, SVE, interrupts and record/replay's icount.
+CHECKED_TCG_TESTS = (
+    "run-smc-jmp-cache", "run-tlb-asid", "run-tlb-block", "run-tlb-range",
+    "run-tlb-chain", "run-tlb-jmp-cache", "run-tlb-jmp-cache-race",
+    "run-tlb-random", "run-tlb-random-16k", "run-tlb-random-s2",
+    "run-tlb-broadcast", "run-tlb-broadcast-s2", "run-pauth-3", "run-mte",
+    "run-memory-sve", "run-interrupt", "run-vtimer", "run-memory-replay",
+)
+
+# A QEMU that adds x-inline-lookup=check to the test's own -accel tcg, or
+# an -accel of its own where the test gives none.
+CHECK_WRAPPER = """\
+import os, sys
+args = sys.argv[1:]
+for i, arg in enumerate(args[:-1]):
+    if arg == "-accel" and args[i + 1].startswith("tcg"):
+        args[i + 1] += ",x-inline-lookup=check"
+        break
+else:
+    args = ["-accel", "tcg,x-inline-lookup=check", *args]
+os.execv({qemu!r}, [{qemu!r}, *args])
+"""
+
+
+@pytest.mark.parametrize("target", CHECKED_TCG_TESTS)
+def test_tcg_tests_under_check(qemu, tmp_path, target):
+    """Each of these passes with every inline hit checked against the
+    helper's lookup (helper_lookup_tb_check() aborts on a mismatch)."""
+    wrapper = tmp_path / "qemu-inline-check"
+    wrapper.write_text(f"#!{sys.executable}\n" +
+                       CHECK_WRAPPER.format(qemu=str(qemu)))
+    wrapper.chmod(0o755)
+    proc = run(["make", "-C", tcg_tests(), f"QEMU={wrapper}", target],
+               timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "x-inline-lookup=check" not in proc.stderr, proc.stderr[-4000:]
+
+
+@pytest.mark.parametrize("value", ["yes", "", "ON "])
+def test_inline_lookup_refuses_what_is_not_a_mode(qemu, value):
+    proc = run_qemu(qemu, [*PAUSED, "-accel",
+                           f"tcg,x-inline-lookup={value}"], timeout=30)
+    assert proc.returncode == 1, proc
+    assert "x-inline-lookup must be on, off or check" in proc.stderr, \
+        proc.stderr
