@@ -15,9 +15,10 @@ after the jump cache is warm must still stop the guest.
 Negative controls (a one-line change to build/src, rebuilt): probing
 without the breakpoint test fails
 test_a_breakpoint_stops_a_call_the_probe_would_find (the guest never
-stops); hashing the PC with one bit wrong finds nothing inline and fails
-test_the_probe_finds_each_source; without the patches, QEMU refuses the
-property and every test fails."""
+stops); a hash without the page's bits finds nothing inline and fails
+test_the_probe_finds_each_source (one without bit 5 passes: the guest's
+sites all have it clear); without the patches, QEMU refuses the property
+and every test fails."""
 
 import re
 import socket
