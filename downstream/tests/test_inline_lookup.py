@@ -29,16 +29,10 @@ import pytest
 
 from conftest import PAUSED, guest_kernel, run, settled_counters, tcg_tests
 from harness.machine import VIRT, run_qemu
-from test_lookups import ROUNDS, SLACK
+from test_lookups import ROUNDS, SLACK, lookups
 
 # Lookups per round of lookup-sources.S, by source.
 PER_ROUND = {"call": 1, "return": 1, "jump": 1, "branch": 2, "page_end": 1}
-
-
-def counters(qemu, guest, tmp_path, accel):
-    g = guest(qemu, "-accel", accel, board=[
-        *VIRT, "-kernel", guest_kernel("lookup-sources", tmp_path)])
-    return settled_counters(g, keys=("jc_lookups_call", "jc_lookups_branch"))
 
 
 @pytest.mark.parametrize("mode", ["on", "check"])
@@ -46,21 +40,20 @@ def test_the_probe_finds_each_source(qemu, guest, tmp_path, mode):
     """From the second round on, each site's next TB is in the jump cache:
     the probe finds it, and only the first round's lookups (and the boot
     stub's) reach the helper.  The lookups still count every exit."""
-    n = counters(qemu, guest, tmp_path,
-                 f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
+    n = lookups(qemu, guest, tmp_path, "-accel",
+                f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
     seen = {k: v for k, v in n.items() if k.startswith("jc_")}
     for source, count in PER_ROUND.items():
         made = n[f"jc_lookups_{source}"]
         assert count * ROUNDS <= made <= count * ROUNDS + SLACK, seen
         assert n[f"jc_inline_hits_{source}"] >= count * (ROUNDS - SLACK), seen
-    assert n["jc_inline_hits_main_loop"] == n["jc_inline_hits_other"] == 0
-    assert n["jc_lookup_misses"] <= n["jc_lookups"] - n["jc_inline_hits"]
+    assert n["jc_inline_hits_other"] == 0, seen
 
 
 def test_the_probe_is_off_by_default(qemu, guest, tmp_path):
     """Without x-inline-lookup there is no inline hits line: every lookup
     calls the helper."""
-    n = counters(qemu, guest, tmp_path, "tcg,x-lookup-stats=on")
+    n = lookups(qemu, guest, tmp_path, "-accel", "tcg,x-lookup-stats=on")
     assert "jc_inline_hits" not in n, n
     assert n["jc_lookups_return"] >= ROUNDS, n
 
@@ -68,9 +61,8 @@ def test_the_probe_is_off_by_default(qemu, guest, tmp_path):
 def test_a_tb_that_may_not_chain_never_probes(qemu, guest, tmp_path):
     """one-insn-per-tb TBs are not ordinary (CF_NO_GOTO_TB, a count of 1):
     their exits keep the helper, whose curr_cflags() they differ from."""
-    n = counters(qemu, guest, tmp_path,
-                 "tcg,one-insn-per-tb=on,x-lookup-stats=on,"
-                 "x-inline-lookup=on")
+    n = lookups(qemu, guest, tmp_path, "-accel",
+                "tcg,one-insn-per-tb=on,x-lookup-stats=on,x-inline-lookup=on")
     assert n["jc_inline_hits"] == 0, n
     assert n["jc_lookups_return"] >= ROUNDS, n
 
