@@ -9,15 +9,20 @@ the probe on, every round after the first must find its TBs inline, and
 with x-inline-lookup=check every one of those hits is checked against
 the helper's lookup, which aborts QEMU on a mismatch.  tests/tcg aarch64
 system tests (self-modifying code, TLB maintenance of code, pointer auth,
-MTE, record/replay) run again under check mode, and a gdb breakpoint set
-after the jump cache is warm must still stop the guest.
+MTE, record/replay) run again under check mode, a gdb breakpoint set
+after the jump cache is warm must still stop the guest, and so must
+one-insn-per-tb and the logs that the monitor switches on then take
+effect.
 
 Negative controls (a one-line change to build/src, rebuilt): probing
 without the breakpoint test fails
 test_a_breakpoint_stops_a_call_the_probe_would_find (the guest never
 stops); a hash without the page's bits finds nothing inline and fails
 test_the_probe_finds_each_source (one without bit 5 passes: the guest's
-sites all have it clear); without the patches, QEMU refuses the property
+sites all have it clear); a probe that reads neither one_insn_per_tb nor
+qemu_loglevel fails test_a_switch_at_run_time_sends_lookups_to_the_helper
+for all four switches (the probe went on finding the TBs made before
+them); without the patches, QEMU refuses the property
 and every test fails."""
 
 import re
@@ -109,6 +114,40 @@ def test_a_breakpoint_stops_a_call_the_probe_would_find(qemu, guest,
         assert stop.startswith("T05"), stop
         pc = gdb_packet(sock, "p20")        # AArch64's pc, little-endian
         assert int.from_bytes(bytes.fromhex(pc), "little") == CALLEE, pc
+
+
+# HMP commands that change what the next TB's lookup must do after the
+# probes were translated: curr_cflags() asks for other TBs, or the helper
+# logs (-dfilter keeps the log empty), and the commands that undo them.
+RUN_TIME_SWITCHES = [("one-insn-per-tb on", "one-insn-per-tb off"),
+                     ("log nochain", "log none"), ("log exec", "log none"),
+                     ("log cpu", "log none")]
+
+
+@pytest.mark.parametrize("switch_on,switch_off", RUN_TIME_SWITCHES)
+def test_a_switch_at_run_time_sends_lookups_to_the_helper(
+        qemu, guest, tmp_path, switch_on, switch_off):
+    """call-loop.S's calls and returns are found inline; once the monitor
+    switches one of these on, none may be (they would run the TBs made
+    before, or go unlogged) while the guest goes on looking up, and once
+    it is off again the probe finds them again."""
+    g = guest(qemu, "-accel", "tcg,x-lookup-stats=on,x-inline-lookup=on",
+              "-D", tmp_path / "qemu.log", "-dfilter", "0x1000+4", board=[
+                  *VIRT, "-kernel", guest_kernel("call-loop", tmp_path)])
+    time.sleep(0.5)
+    assert g.jit_info().counters()["jc_inline_hits_call"] > 0
+    g.cmd("human-monitor-command", command_line=switch_on)
+    time.sleep(0.2)
+    before = g.jit_info().counters()
+    time.sleep(0.5)
+    after = g.jit_info().counters()
+    assert after["jc_inline_hits"] == before["jc_inline_hits"], \
+        (before, after)
+    assert after["jc_lookups_call"] > before["jc_lookups_call"], after
+    g.cmd("human-monitor-command", command_line=switch_off)
+    time.sleep(0.5)
+    again = g.jit_info().counters()
+    assert again["jc_inline_hits_call"] > after["jc_inline_hits_call"], again
 
 
 # tests/tcg aarch64 system tests that reach the probe in ways the guest
