@@ -22,7 +22,14 @@ test_the_probe_finds_each_source (one without bit 5 passes: the guest's
 sites all have it clear); a probe that reads neither one_insn_per_tb nor
 qemu_loglevel fails test_a_switch_at_run_time_sends_lookups_to_the_helper
 for all four switches (the probe went on finding the TBs made before
-them); without the patches, QEMU refuses the property
+them).  test_a_tb_found_after_a_state_change_sees_it fails its cases
+0x01 and 0x04 (FP, PAN) with a probe that does not compare the TB's
+flags, 0x02 and 0x08 (SVE, BTYPE) without the cs_base compare, 0x100
+(self-modifying code) with one that ignores CF_INVALID, which check mode
+cannot see (it allows for a TB invalidated after the probe read it), and,
+with the probe on or off, 0x10 (ASID) with a TTBR0 write that does not
+flush and 0x40 (remap) with a TLBI VAE1IS that does nothing; without the
+patches, QEMU refuses the property
 and every test fails."""
 
 import re
@@ -116,6 +123,43 @@ def test_a_breakpoint_stops_a_call_the_probe_would_find(qemu, guest,
         assert int.from_bytes(bytes.fromhex(pc), "little") == CALLEE, pc
 
 
+# state-reuse.S's result: DONE and the bitmask of its failed cases.
+STATE_REUSE_RESULT = 0x40290010
+STATE_REUSE_DONE = 0x600dd0e5
+
+
+def state_reuse(qemu, guest, tmp_path, *accel):
+    """Run state-reuse.S to its end: its bitmask of failed cases, and info
+    jit's counters."""
+    g = guest(qemu, *accel, board=[
+        *VIRT, "-kernel", guest_kernel("state-reuse", tmp_path)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        text = g.cmd("human-monitor-command",
+                     command_line=f"xp /2gx {STATE_REUSE_RESULT:#x}")
+        words = [int(w, 16) for w in text.split()[1:3]]
+        if words[0] == STATE_REUSE_DONE:
+            return words[1], g.jit_info().counters()
+        time.sleep(0.1)
+    pytest.fail(f"state-reuse.S did not finish within 60 s: {text!r}")
+
+
+@pytest.mark.parametrize("mode", ["off", "on", "check"])
+def test_a_tb_found_after_a_state_change_sees_it(qemu, guest, tmp_path,
+                                                 mode):
+    """Each callee's TB is in the jump cache when the guest changes what
+    the TB was translated under (FP and SVE enables, PAN, the BTYPE that
+    BR gives on a guarded page, the ASID with a non-global block at the
+    callee's VA, the block itself with TLBI, or the callee's code), and
+    the next call must see the change.  With the probe on, the warm calls
+    were found inline (all but the first of each of the seven warm-ups)."""
+    failed, n = state_reuse(qemu, guest, tmp_path, "-accel",
+                            f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
+    assert failed == 0, f"state-reuse.S failed cases {failed:#x}"
+    if mode != "off":
+        assert n["jc_inline_hits_call"] >= 7 * (64 - SLACK), n
+
+
 # HMP commands that change what the next TB's lookup must do after the
 # probes were translated: curr_cflags() asks for other TBs, or the helper
 # logs (-dfilter keeps the log empty), and the commands that undo them.
@@ -153,13 +197,15 @@ def test_a_switch_at_run_time_sends_lookups_to_the_helper(
 # tests/tcg aarch64 system tests that reach the probe in ways the guest
 # programs here do not: self-modifying code behind the jump cache, TLB
 # maintenance of code by ASID, block, range and at stage 2 (relaxed mode
-# included), pointer auth, MTE, SVE, interrupts and record/replay's icount.
+# included), pointer auth, MTE, SVE, interrupts, record/replay's icount and
+# the BTYPE that BR leaves.
 CHECKED_TCG_TESTS = (
     "run-smc-jmp-cache", "run-tlb-asid", "run-tlb-block", "run-tlb-range",
     "run-tlb-chain", "run-tlb-jmp-cache", "run-tlb-jmp-cache-race",
     "run-tlb-random", "run-tlb-random-16k", "run-tlb-random-s2",
     "run-tlb-broadcast", "run-tlb-broadcast-s2", "run-pauth-3", "run-mte",
     "run-memory-sve", "run-interrupt", "run-vtimer", "run-memory-replay",
+    "run-btype-sb",
 )
 
 # A QEMU that adds x-inline-lookup=check to the test's own -accel tcg, or
