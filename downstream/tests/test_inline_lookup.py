@@ -168,14 +168,17 @@ RUN_TIME_SWITCHES = [("one-insn-per-tb on", "one-insn-per-tb off"),
                      ("log cpu", "log none")]
 
 
+@pytest.mark.parametrize("mode", ["on", "check"])
 @pytest.mark.parametrize("switch_on,switch_off", RUN_TIME_SWITCHES)
 def test_a_switch_at_run_time_sends_lookups_to_the_helper(
-        qemu, guest, tmp_path, switch_on, switch_off):
+        qemu, guest, tmp_path, switch_on, switch_off, mode):
     """call-loop.S's calls and returns are found inline; once the monitor
     switches one of these on, none may be (they would run the TBs made
     before, or go unlogged) while the guest goes on looking up, and once
-    it is off again the probe finds them again."""
-    g = guest(qemu, "-accel", "tcg,x-lookup-stats=on,x-inline-lookup=on",
+    it is off again the probe finds them again.  Under check, a switch
+    between a probe and its check is no mismatch."""
+    g = guest(qemu, "-accel",
+              f"tcg,x-lookup-stats=on,x-inline-lookup={mode}",
               "-D", tmp_path / "qemu.log", "-dfilter", "0x1000+4", board=[
                   *VIRT, "-kernel", guest_kernel("call-loop", tmp_path)])
     time.sleep(0.5)
@@ -189,6 +192,9 @@ def test_a_switch_at_run_time_sends_lookups_to_the_helper(
         (before, after)
     assert after["jc_lookups_call"] > before["jc_lookups_call"], after
     g.cmd("human-monitor-command", command_line=switch_off)
+    for _ in range(20):         # switches that race probes and checks
+        g.cmd("human-monitor-command", command_line=switch_on)
+        g.cmd("human-monitor-command", command_line=switch_off)
     time.sleep(0.5)
     again = g.jit_info().counters()
     assert again["jc_inline_hits_call"] > after["jc_inline_hits_call"], again
@@ -205,7 +211,7 @@ CHECKED_TCG_TESTS = (
     "run-tlb-random", "run-tlb-random-16k", "run-tlb-random-s2",
     "run-tlb-broadcast", "run-tlb-broadcast-s2", "run-pauth-3", "run-mte",
     "run-memory-sve", "run-interrupt", "run-vtimer", "run-memory-replay",
-    "run-btype-sb",
+    "run-btype",
 )
 
 # A QEMU that adds x-inline-lookup=check to the test's own -accel tcg, or
