@@ -22,7 +22,9 @@ test_the_probe_finds_each_source (one without bit 5 passes: the guest's
 sites all have it clear); a probe that reads neither one_insn_per_tb nor
 qemu_loglevel fails test_a_switch_at_run_time_sends_lookups_to_the_helper
 for all four switches (the probe went on finding the TBs made before
-them).  test_a_tb_found_after_a_state_change_sees_it fails its cases
+them), and a check helper that compares with curr_cflags() aborts in its
+check-mode cases of one-insn-per-tb and -d nochain (a switch between a
+probe and its check).  test_a_tb_found_after_a_state_change_sees_it fails its cases
 0x01 and 0x04 (FP, PAN) with a probe that does not compare the TB's
 flags, 0x02 and 0x08 (SVE, BTYPE) without the cs_base compare, 0x100
 (self-modifying code) with one that ignores CF_INVALID, which check mode
