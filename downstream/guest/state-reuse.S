@@ -19,7 +19,13 @@
  *         VAE1IS, DSB ISH and ISB: the call returns 2;
  *   0x80  a warm-up call went wrong (an exception, or a wrong value);
  *   0x100 the callee's MOV rewritten, with DC CVAU, IC IVAU, DSB and ISB:
- *         the call returns the new value.
+ *         the call returns the new value;
+ *   0x200 the block mapped back to the first code with a range TLBI
+ *         (RVAE1IS over the whole 2 MiB), DSB and ISB: the call returns 1;
+ *   0x400, 0x800 a second VA, ALIAS, maps the first code too; both are
+ *         warm; ALIAS remapped to the other code with TLBI VAE1IS, DSB
+ *         and ISB: a call of ALIAS returns 2 (0x400), of SHARED still 1
+ *         (0x800).
  * When done it stores DONE and the bitmask of the failed cases at VARS
  * (DONE at VARS + 16, the mask at VARS + 24) and waits in WFI, so that the
  * test can read info jit's counters and the result with "xp".
@@ -44,6 +50,7 @@
     .equ CODE_3,  0x40500000    /* "BTI C; MOV X0, #1; RET", then #3 */
     .equ EL0_RW,  0x40800000    /* a block that EL0 may read and write */
     .equ SHARED,  0x80000000    /* CODE_1 for ASID 1, CODE_2 for ASID 2 */
+    .equ ALIAS,   0x80200000    /* CODE_1 for ASID 1, then CODE_2 */
     .equ BLOCK,   (1 | (1 << 10) | (3 << 8))    /* block, AF, ISH, attr 0 */
     .equ GP,      (1 << 50)
     .equ UXN,     (1 << 54)
@@ -263,6 +270,43 @@ _start:
     dsb     ish
     isb
     expect_shared 2, 0x40
+
+    /* 0x200: back to CODE_1 with RVAE1IS: ASID 1, 4K, 8 x 64 pages */
+    ldr     x2, =SHARED
+    warm_x2 2
+    ldr     x0, =L2_A
+    ldr     x4, =(CODE_1 | BLOCK | NG)
+    str     x4, [x0]
+    dsb     ish
+    ldr     x0, =((SHARED >> 12) | (1 << 48) | (1 << 46) | (1 << 44) | (7 << 39))
+    tlbi    rvae1is, x0
+    dsb     ish
+    isb
+    expect_shared 1, 0x200
+
+    /* 0x400, 0x800: ALIAS of CODE_1, remapped to CODE_2 */
+    ldr     x0, =L2_A
+    ldr     x4, =(CODE_1 | BLOCK | NG)
+    str     x4, [x0, #8]
+    dsb     ish
+    ldr     x2, =ALIAS
+    warm_x2 1
+    ldr     x2, =SHARED
+    warm_x2 1
+    ldr     x0, =L2_A
+    ldr     x4, =(CODE_2 | BLOCK | NG)
+    str     x4, [x0, #8]
+    dsb     ish
+    ldr     x0, =((ALIAS >> 12) | (1 << 48))
+    tlbi    vae1is, x0
+    dsb     ish
+    isb
+    ldr     x2, =ALIAS
+    blr     x2
+    cmp     x0, #2
+    b.eq    4f
+    orr     x28, x28, #0x400
+4:  expect_shared 1, 0x800
 
     /* 0x100: self-modifying code */
     ldr     x5, =CODE_3
