@@ -25,7 +25,10 @@
  *   0x400, 0x800 a second VA, ALIAS, maps the first code too; both are
  *         warm; ALIAS remapped to the other code with TLBI VAE1IS, DSB
  *         and ISB: a call of ALIAS returns 2 (0x400), of SHARED still 1
- *         (0x800).
+ *         (0x800);
+ *   0x1000 a hardware breakpoint (DBGBCR0/DBGBVR0, MDSCR_EL1.KDE and MDE,
+ *         PSTATE.D clear) set on a warm callee: the call takes it
+ *         (EC 0x31).
  * When done it stores DONE and the bitmask of the failed cases at VARS
  * (DONE at VARS + 16, the mask at VARS + 24) and waits in WFI, so that the
  * test can read info jit's counters and the result with "xp".
@@ -307,6 +310,25 @@ _start:
     b.eq    4f
     orr     x28, x28, #0x400
 4:  expect_shared 1, 0x800
+
+    /* 0x1000: a hardware breakpoint at EL1 */
+    warm    bt_fn, 1
+    msr     oslar_el1, xzr          /* unlock the OS lock */
+    adr     x0, bt_fn
+    msr     dbgbvr0_el1, x0
+    mov     x0, #(1 | (1 << 1) | (0xf << 5))    /* E, PMC EL1, BAS all */
+    msr     dbgbcr0_el1, x0
+    mrs     x0, mdscr_el1
+    orr     x0, x0, #(1 << 13)      /* KDE */
+    orr     x0, x0, #(1 << 15)      /* MDE */
+    msr     mdscr_el1, x0
+    isb
+    msr     daifclr, #8             /* PSTATE.D */
+    isb
+    expect_trap bt_fn, 0x31, 0x1000
+    msr     daifset, #8
+    msr     dbgbcr0_el1, xzr
+    isb
 
     /* 0x100: self-modifying code */
     ldr     x5, =CODE_3
