@@ -77,6 +77,27 @@
 99:
     .endm
 
+    /* "BTI C; MOV X0, #\value; RET" at x5 */
+    .macro write_callee value
+    ldr     w1, =0xd503245f                     /* BTI C */
+    ldr     w2, =(0xd2800000 | (\value << 5))   /* MOV X0, #\value */
+    ldr     w3, =0xd65f03c0                     /* RET */
+    stp     w1, w2, [x5]
+    str     w3, [x5, #8]
+    .endm
+
+    /* L2_A[\slot] = \code, then TLBI \op with \operand, DSB ISH, ISB */
+    .macro remap slot, code, op, operand
+    ldr     x0, =L2_A
+    ldr     x4, =(\code | BLOCK | NG)
+    str     x4, [x0, #(\slot * 8)]
+    dsb     ish
+    ldr     x0, =\operand
+    tlbi    \op, x0
+    dsb     ish
+    isb
+    .endm
+
     .macro warm fn, value
     adr     x2, \fn
     warm_x2 \value
@@ -120,21 +141,22 @@ _start:
     isb
 
     /* CODE_1 and CODE_2 */
-    ldr     x0, =CODE_1
-    ldr     w1, =0xd503245f         /* BTI C */
-    ldr     w2, =0xd2800020         /* MOV X0, #1 */
-    ldr     w3, =0xd65f03c0         /* RET */
-    stp     w1, w2, [x0]
-    str     w3, [x0, #8]
-    ldr     x0, =CODE_2
-    ldr     w2, =0xd2800040         /* MOV X0, #2 */
-    stp     w1, w2, [x0]
-    str     w3, [x0, #8]
+    ldr     x5, =CODE_1
+    write_callee 1
+    ldr     x5, =CODE_2
+    write_callee 2
     dsb     ish
     ic      iallu
     dsb     ish
     isb
 
+    /* Zero the five tables, L1_A to L2_B */
+    ldr     x0, =L1_A
+    mov     x1, #0
+2:  str     xzr, [x0, x1, lsl #3]
+    add     x1, x1, #1
+    cmp     x1, #(5 * 512)
+    b.ne    2b
     /* L2_RAM: 2 MiB blocks, the kernel's guarded, EL0_RW's for EL0 too */
     ldr     x0, =L2_RAM
     ldr     x3, =0x40000000
@@ -156,12 +178,6 @@ _start:
     /* L2_A and L2_B: SHARED non-global, to CODE_1 and CODE_2 */
     ldr     x0, =L2_A
     ldr     x1, =L2_B
-    mov     x2, #0
-2:  str     xzr, [x0, x2, lsl #3]
-    str     xzr, [x1, x2, lsl #3]
-    add     x2, x2, #1
-    cmp     x2, #512
-    b.ne    2b
     ldr     x4, =(CODE_1 | BLOCK | NG)
     str     x4, [x0]
     ldr     x4, =(CODE_2 | BLOCK | NG)
@@ -169,12 +185,6 @@ _start:
     /* L1_A and L1_B: device block at 0, RAM, then SHARED's L2 */
     ldr     x0, =L1_A
     ldr     x1, =L1_B
-    mov     x2, #0
-3:  str     xzr, [x0, x2, lsl #3]
-    str     xzr, [x1, x2, lsl #3]
-    add     x2, x2, #1
-    cmp     x2, #512
-    b.ne    3b
     ldr     x4, =(1 | (1 << 10) | (1 << 2) | (3 << 53))   /* attr 1, XN */
     str     x4, [x0]
     str     x4, [x1]
@@ -264,27 +274,13 @@ _start:
     /* 0x40: remap the block, TLBI VAE1IS, DSB, ISB */
     ldr     x2, =SHARED
     warm_x2 1
-    ldr     x0, =L2_A
-    ldr     x4, =(CODE_2 | BLOCK | NG)
-    str     x4, [x0]
-    dsb     ish
-    ldr     x0, =((SHARED >> 12) | (1 << 48))
-    tlbi    vae1is, x0
-    dsb     ish
-    isb
+    remap   0, CODE_2, vae1is, ((SHARED >> 12) | (1 << 48))
     expect_shared 2, 0x40
 
     /* 0x200: back to CODE_1 with RVAE1IS: ASID 1, 4K, 8 x 64 pages */
     ldr     x2, =SHARED
     warm_x2 2
-    ldr     x0, =L2_A
-    ldr     x4, =(CODE_1 | BLOCK | NG)
-    str     x4, [x0]
-    dsb     ish
-    ldr     x0, =((SHARED >> 12) | (1 << 48) | (1 << 46) | (1 << 44) | (7 << 39))
-    tlbi    rvae1is, x0
-    dsb     ish
-    isb
+    remap   0, CODE_1, rvae1is, ((SHARED >> 12) | (1 << 48) | (1 << 46) | (1 << 44) | (7 << 39))
     expect_shared 1, 0x200
 
     /* 0x400, 0x800: ALIAS of CODE_1, remapped to CODE_2 */
@@ -296,14 +292,7 @@ _start:
     warm_x2 1
     ldr     x2, =SHARED
     warm_x2 1
-    ldr     x0, =L2_A
-    ldr     x4, =(CODE_2 | BLOCK | NG)
-    str     x4, [x0, #8]
-    dsb     ish
-    ldr     x0, =((ALIAS >> 12) | (1 << 48))
-    tlbi    vae1is, x0
-    dsb     ish
-    isb
+    remap   1, CODE_2, vae1is, ((ALIAS >> 12) | (1 << 48))
     ldr     x2, =ALIAS
     blr     x2
     cmp     x0, #2
@@ -332,11 +321,7 @@ _start:
 
     /* 0x100: self-modifying code */
     ldr     x5, =CODE_3
-    ldr     w1, =0xd503245f         /* BTI C */
-    ldr     w2, =0xd2800020         /* MOV X0, #1 */
-    ldr     w3, =0xd65f03c0         /* RET */
-    stp     w1, w2, [x5]
-    str     w3, [x5, #8]
+    write_callee 1
     bl      sync_code
     mov     x2, x5
     warm_x2 1

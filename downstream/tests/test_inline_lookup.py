@@ -30,8 +30,9 @@ flags, 0x02 and 0x08 (SVE, BTYPE) without the cs_base compare, 0x100
 (self-modifying code) with one that ignores CF_INVALID, which check mode
 cannot see (it allows for a TB invalidated after the probe read it), and,
 with the probe on or off, 0x10 (ASID) with a TTBR0 write that does not
-flush, 0x40 (remap) with a TLBI VAE1IS that does nothing and 0x200 with
-an RVAE1IS that does nothing; without the patches, QEMU refuses the property
+flush, 0x40 and 0x400 (remap, alias) with a TLBI VAE1IS that does
+nothing and 0x200 with an RVAE1IS that does nothing; without the
+patches, QEMU refuses the property
 and every test fails."""
 
 import re
