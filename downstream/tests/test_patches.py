@@ -50,15 +50,27 @@ def test_fast_tlb_check_catches_an_index():
         ["+        held = mask < cpu->neg.tlb.f[mmu_idx].mask ||"]
 
 
-# patches/upstream-stable: the series' fixes of upstream bugs (two of
-# large-page flushing, one of range flushing) written for upstream master,
-# which bin/check-upstream-stable checks there; the cover letter aside.
-# They are the series' patches 7 to 9.
-STABLE = sorted((REPO / "patches" / "upstream-stable").glob("0*.patch"))[1:]
-UPSTREAM_FIXES = PATCHES[6:9]
-UPSTREAM_FIX_FILES = ("accel/tcg/cputlb.c",
-                      "tests/tcg/aarch64/system/tlb-block.c",
-                      "tests/tcg/aarch64/system/tlb-range.c", "MAINTAINERS")
+# The series' fixes of upstream bugs, rewritten for upstream master as
+# series of their own, which bin/check-upstream-stable checks there; the
+# cover letters aside.  patches/upstream-stable: two of large-page
+# flushing and one of range flushing, the series' patches 7 to 9;
+# patches/upstream-stable-btype: three of PSTATE.BTYPE, patches 54 to 56.
+UPSTREAM_SERIES = {
+    "upstream-stable": (PATCHES[6:9], (
+        "accel/tcg/cputlb.c", "tests/tcg/aarch64/system/tlb-block.c",
+        "tests/tcg/aarch64/system/tlb-range.c", "MAINTAINERS")),
+    "upstream-stable-btype": (PATCHES[53:56], (
+        "target/arm/tcg/translate-a64.c", "target/arm/tcg/op_helper.c",
+        "tests/tcg/aarch64/system/btype.c", "MAINTAINERS")),
+}
+
+
+def upstream_series(name):
+    """The patches of patches/@name, without the cover letter."""
+    return sorted((REPO / "patches" / name).glob("0*.patch"))[1:]
+
+
+STABLE = [p for name in UPSTREAM_SERIES for p in upstream_series(name)]
 
 
 def changed_lines(patches, path):
@@ -75,18 +87,22 @@ def changed_lines(patches, path):
     return lines
 
 
-@pytest.mark.parametrize("path", UPSTREAM_FIX_FILES)
-def test_upstream_stable_makes_the_series_changes(path):
+@pytest.mark.parametrize("name,path", [
+    (name, path) for name, (_, paths) in UPSTREAM_SERIES.items()
+    for path in paths])
+def test_upstream_stable_makes_the_series_changes(name, path):
     """The fixes for master change what the series' own fixes change,
     line for line: when one is mended, so must the other be."""
-    assert len(STABLE) == len(UPSTREAM_FIXES)
-    assert all("\nFixes: " in p.read_text() for p in UPSTREAM_FIXES)
-    assert changed_lines(STABLE, path)
-    assert changed_lines(STABLE, path) == \
-        changed_lines(UPSTREAM_FIXES, path)
+    fixes = UPSTREAM_SERIES[name][0]
+    stable = upstream_series(name)
+    assert len(stable) == len(fixes)
+    assert all("\nFixes: " in p.read_text() for p in fixes + stable)
+    assert changed_lines(stable, path)
+    assert changed_lines(stable, path) == changed_lines(fixes, path)
 
 
-@pytest.mark.parametrize("patch", STABLE, ids=[p.name[:4] for p in STABLE])
+@pytest.mark.parametrize("patch", STABLE,
+                         ids=[f"{p.parent.name}-{p.name[:4]}" for p in STABLE])
 def test_checkpatch_upstream_stable(patch):
     """The fixes for upstream master pass this tree's checkpatch too (and
     master's, when bin/check-upstream-stable was last run)."""
