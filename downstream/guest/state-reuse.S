@@ -28,7 +28,10 @@
  *         (0x800);
  *   0x1000 a hardware breakpoint (DBGBCR0/DBGBVR0, MDSCR_EL1.KDE and MDE,
  *         PSTATE.D clear) set on a warm callee: the call takes it
- *         (EC 0x31).
+ *         (EC 0x31);
+ *   0x2000 PSTATE.UAO cleared: the callee's LDTR, warmed with UAO set
+ *         (an access as EL1's), is EL0's again and takes a permission
+ *         fault on a page that EL0 may not access (EC 0x25).
  * When done it stores DONE and the bitmask of the failed cases at VARS
  * (DONE at VARS + 16, the mask at VARS + 24) and waits in WFI, so that the
  * test can read info jit's counters and the result with "xp".
@@ -247,6 +250,14 @@ _start:
     expect_trap pan_fn, 0x25, 0x04
     msr     pan, #0
 
+    /* 0x2000: UAO; VARS + 32 is on the kernel's block, EL1's alone */
+    add     x3, x27, #32
+    str     xzr, [x3]
+    msr     uao, #1
+    warm    uao_fn, 0
+    msr     uao, #0
+    expect_trap uao_fn, 0x25, 0x2000
+
     /* 0x08: BTYPE */
     warm    bt_fn, 1
     str     xzr, [x27]
@@ -363,6 +374,10 @@ sve_fn:
 pan_fn:
     bti     c
     ldr     x0, [x3]
+    ret
+uao_fn:
+    bti     c
+    ldtr    x0, [x3]
     ret
 bt_fn:
     bti     c

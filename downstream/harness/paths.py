@@ -20,6 +20,7 @@ BUILD_IMAGE = BUILD / "build-image"   # bin/guest-build-image: a toolchain
 PATCHED = BUILD / "qemu" / "qemu-system-aarch64"
 BASELINE = BUILD / "baseline" / "qemu-system-aarch64"
 DEBUG = BUILD / "debug" / "qemu-system-aarch64"
+DEBUG_PLUGINS = BUILD / "debug" / "tests" / "tcg" / "plugins"  # lib*.so
 
 QEMU_BUILD = pathlib.Path(os.environ.get("QEMU_BUILD",
                                          BUILD / "qemu")).absolute()

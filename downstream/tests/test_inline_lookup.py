@@ -24,15 +24,15 @@ qemu_loglevel fails test_a_switch_at_run_time_sends_lookups_to_the_helper
 for all four switches (the probe went on finding the TBs made before
 them), and a check helper that compares with curr_cflags() aborts in its
 check-mode cases of one-insn-per-tb and -d nochain (a switch between a
-probe and its check).  test_a_tb_found_after_a_state_change_sees_it fails its cases
-0x01 and 0x04 (FP, PAN) with a probe that does not compare the TB's
-flags, 0x02 and 0x08 (SVE, BTYPE) without the cs_base compare, 0x100
-(self-modifying code) with one that ignores CF_INVALID, which check mode
-cannot see (it allows for a TB invalidated after the probe read it), and,
-with the probe on or off, 0x10 (ASID) with a TTBR0 write that does not
-flush, 0x40 and 0x400 (remap, alias) with a TLBI VAE1IS that does
-nothing and 0x200 with an RVAE1IS that does nothing; without the
-patches, QEMU refuses the property
+probe and its check).  test_a_tb_found_after_a_state_change_sees_it
+fails its cases 0x01 and 0x04 (FP, PAN) with a probe that does not
+compare the TB's flags, 0x02, 0x08 and 0x2000 (SVE, BTYPE, UAO) without
+the cs_base compare, 0x100 (self-modifying code) with one that ignores
+CF_INVALID, which check mode cannot see (it allows for a TB invalidated
+after the probe read it), and, with the probe on or off, 0x10 (ASID)
+with a TTBR0 write that does not flush, 0x40 and 0x400 (remap, alias)
+with a TLBI VAE1IS that does nothing and 0x200 with an RVAE1IS that does
+nothing; without the patches, QEMU refuses the property
 and every test fails."""
 
 import re
@@ -43,6 +43,7 @@ import time
 import pytest
 
 from conftest import PAUSED, guest_kernel, run, settled_counters, tcg_tests
+from harness import paths
 from harness.machine import VIRT, run_qemu
 from test_lookups import ROUNDS, SLACK, lookups
 
@@ -151,18 +152,56 @@ def state_reuse(qemu, guest, tmp_path, *accel):
 def test_a_tb_found_after_a_state_change_sees_it(qemu, guest, tmp_path,
                                                  mode):
     """Each callee's TB is in the jump cache when the guest changes what
-    the TB was translated under (FP and SVE enables, PAN, the BTYPE that
-    BR gives on a guarded page, the ASID with a non-global block at the
-    callee's VA, the block itself with TLBI by VA and by range, one of two
-    aliases of the code, or the callee's code; or it sets a hardware
+    the TB was translated under (FP and SVE enables, PAN, UAO, the BTYPE
+    that BR gives on a guarded page, the ASID with a non-global block at
+    the callee's VA, the block itself with TLBI by VA and by range, one of
+    two aliases of the code, or the callee's code; or it sets a hardware
     breakpoint on it), and the next call must see the change.  With the
     probe on, the warm calls were found inline (all but the first of each
-    of the eleven warm-ups)."""
+    of the twelve warm-ups)."""
     failed, n = state_reuse(qemu, guest, tmp_path, "-accel",
                             f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
     assert failed == 0, f"state-reuse.S failed cases {failed:#x}"
     if mode != "off":
-        assert n["jc_inline_hits_call"] >= 11 * (64 - SLACK), n
+        assert n["jc_inline_hits_call"] >= 12 * (64 - SLACK), n
+
+
+@pytest.mark.parametrize("mode", ["on", "check"])
+def test_a_tb_found_under_icount_sees_a_state_change(qemu, guest, tmp_path,
+                                                     mode):
+    """The same under -icount, whose TBs count their instructions
+    (CF_USE_ICOUNT in every TB's cflags and in what the probe compares):
+    the probe still finds the warm callees, and each change is seen."""
+    failed, n = state_reuse(qemu, guest, tmp_path, "-icount", "shift=0",
+                            "-accel",
+                            f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
+    assert failed == 0, f"state-reuse.S failed cases {failed:#x}"
+    assert n["jc_inline_hits_call"] >= 12 * (64 - SLACK), n
+
+
+# tests/tcg/plugins of build/debug (bin/build debug): discons checks the
+# PCs that every exception and exception return report against the
+# instructions it saw run, and aborts QEMU on a mismatch; insn and mem
+# call back on every instruction and memory access; reset resets and
+# uninstalls itself at run time, and each of those flushes every TB.
+PLUGINS = ("discons", "insn", "mem", "reset")
+
+
+@pytest.mark.parametrize("mode", ["on", "check"])
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_a_tb_found_under_a_plugin_sees_a_state_change(guest, tmp_path,
+                                                       plugin, mode):
+    """The same on build/debug with a plugin loaded: the probe finds the
+    instrumented TBs, whose callbacks are in the TB's code it jumps to,
+    and each change is seen."""
+    library = paths.DEBUG_PLUGINS / f"lib{plugin}.so"
+    if not library.is_file():
+        pytest.fail(f"{library} does not exist; run 'bin/build debug'")
+    failed, n = state_reuse(paths.DEBUG, guest, tmp_path,
+                            "-plugin", str(library), "-accel",
+                            f"tcg,x-lookup-stats=on,x-inline-lookup={mode}")
+    assert failed == 0, f"state-reuse.S failed cases {failed:#x}"
+    assert n["jc_inline_hits_call"] >= 12 * (64 - SLACK), n
 
 
 # HMP commands that change what the next TB's lookup must do after the
