@@ -31,7 +31,12 @@
  *         (EC 0x31);
  *   0x2000 PSTATE.UAO cleared: the callee's LDTR, warmed with UAO set
  *         (an access as EL1's), is EL0's again and takes a permission
- *         fault on a page that EL0 may not access (EC 0x25).
+ *         fault on a page that EL0 may not access (EC 0x25);
+ *   0x4000 PSTATE.TCO cleared, with MTE's synchronous tag checks on
+ *         (-M virt,mte=on; SCTLR_EL1.ATA and TCF, TCR_EL1.TBI0): the
+ *         callee's load through a pointer tagged 1 from a tagged block
+ *         whose tags are 0, warmed with TCO set, takes a tag check fault
+ *         (EC 0x25).
  * When done it stores DONE and the bitmask of the failed cases at VARS
  * (DONE at VARS + 16, the mask at VARS + 24) and waits in WFI, so that the
  * test can read info jit's counters and the result with "xp".
@@ -42,6 +47,7 @@
  */
     .arch armv8.5-a
     .arch_extension sve
+    .arch_extension memtag
     .equ WARM,    64
     .equ DONE,    0x600dd0e5
     .equ STACK,   0x40280000
@@ -55,6 +61,7 @@
     .equ CODE_2,  0x40600000    /* "BTI C; MOV X0, #2; RET" */
     .equ CODE_3,  0x40500000    /* "BTI C; MOV X0, #1; RET", then #3 */
     .equ EL0_RW,  0x40800000    /* a block that EL0 may read and write */
+    .equ TAGGED,  0x40a00000    /* a block of Normal Tagged memory */
     .equ SHARED,  0x80000000    /* CODE_1 for ASID 1, CODE_2 for ASID 2 */
     .equ ALIAS,   0x80200000    /* CODE_1 for ASID 1, then CODE_2 */
     .equ BLOCK,   (1 | (1 << 10) | (3 << 8))    /* block, AF, ISH, attr 0 */
@@ -64,6 +71,8 @@
     .equ AP_EL0,  (1 << 6)      /* AP[2:1] = 01: EL1 and EL0 read/write */
     .equ FPEN,    (3 << 20)
     .equ ZEN,     (3 << 16)
+    .equ TBI0,    (1 << 37)
+    .equ ATA_TCF, ((1 << 43) | (1 << 40))   /* EL1 tag access, sync faults */
 
     /* WARM calls through BLR of x2; x0 must be \value after each. */
     .macro warm_x2 value
@@ -178,6 +187,9 @@ _start:
     ldr     x4, [x0, #((EL0_RW - 0x40000000) >> 21) * 8]
     orr     x4, x4, #AP_EL0
     str     x4, [x0, #((EL0_RW - 0x40000000) >> 21) * 8]
+    ldr     x4, [x0, #((TAGGED - 0x40000000) >> 21) * 8]
+    orr     x4, x4, #(2 << 2)       /* attr 2 */
+    str     x4, [x0, #((TAGGED - 0x40000000) >> 21) * 8]
     /* L2_A and L2_B: SHARED non-global, to CODE_1 and CODE_2 */
     ldr     x0, =L2_A
     ldr     x1, =L2_B
@@ -200,7 +212,7 @@ _start:
     str     x4, [x1, #16]
     dsb     ish
 
-    ldr     x0, =0x00ff             /* attr 0 normal WB, attr 1 device */
+    ldr     x0, =0xf000ff           /* attr 0 normal WB, 1 device, 2 tagged */
     msr     mair_el1, x0
     /* T0SZ 25 (from level 1), WB WA, inner shareable, EPD1, IPS 40 bits */
     ldr     x0, =(25 | (1 << 8) | (1 << 10) | (3 << 12) | (1 << 23) | (2 << 32))
@@ -257,6 +269,29 @@ _start:
     warm    uao_fn, 0
     msr     uao, #0
     expect_trap uao_fn, 0x25, 0x2000
+
+    /* 0x4000: TCO; pan_fn loads from x3, tagged 1 where memory has 0 */
+    mrs     x0, tcr_el1
+    orr     x0, x0, #TBI0
+    msr     tcr_el1, x0
+    mrs     x0, sctlr_el1
+    ldr     x1, =ATA_TCF
+    orr     x0, x0, x1
+    msr     sctlr_el1, x0
+    bl      flush_tlb
+    ldr     x3, =(TAGGED | (1 << 56))
+    msr     tco, #1
+    warm    pan_fn, 0
+    msr     tco, #0
+    expect_trap pan_fn, 0x25, 0x4000
+    mrs     x0, sctlr_el1
+    ldr     x1, =ATA_TCF
+    bic     x0, x0, x1
+    msr     sctlr_el1, x0
+    mrs     x0, tcr_el1
+    bic     x0, x0, #TBI0
+    msr     tcr_el1, x0
+    bl      flush_tlb
 
     /* 0x08: BTYPE */
     warm    bt_fn, 1
@@ -351,6 +386,14 @@ _start:
 5:  wfi
     b       5b
 
+    /* After a write of TCR_EL1 or SCTLR_EL1, whose fields a TLB may hold */
+flush_tlb:
+    isb
+    tlbi    vmalle1
+    dsb     nsh
+    isb
+    ret
+
     /* Make the code at x5 visible to instruction fetch. */
 sync_code:
     dc      cvau, x5
@@ -386,7 +429,7 @@ bt_fn:
 
 sync_handler:
     mrs     x9, esr_el1
-    lsr     x9, x9, #26
+    ubfx    x9, x9, #26, #6         /* EC, ESR_EL1[31:26] */
     str     x9, [x27]
     ldr     x9, [x27, #8]
     add     x9, x9, #1
